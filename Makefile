@@ -1,0 +1,31 @@
+# Targets stay short; anything longer lives in hack/*.sh.
+BIN      := _output/bin/kubectl-kubeadmcfg
+PREFIX   ?= $(HOME)/.local/bin
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/version.Version=$(VERSION)
+
+.PHONY: build install test test-unit test-e2e testbin demo demo-down clean
+
+build: ## Build the plugin binary into _output/bin
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kubectl-kubeadmcfg
+
+install: build ## Put the plugin where kubectl finds it (PREFIX, default ~/.local/bin)
+	install -d $(PREFIX) && install -m 0755 $(BIN) $(PREFIX)/
+
+testbin: ## Build etcd, kube-apiserver and kubeadm for the tests (first run only)
+	hack/testbin.sh
+
+test: testbin ## Unit and e2e tests against the real control plane
+	hack/test.sh
+
+test-unit: ## Unit tests only (no control plane)
+	go test -short ./...
+
+demo: build testbin ## Start a local control plane and run the plugin against it
+	hack/demo.sh
+
+demo-down: ## Stop the demo's control plane
+	go run ./hack/localcluster down --dir _output/demo
+
+clean: demo-down ## Remove build output (keeps the built control-plane binaries)
+	rm -rf _output/bin _output/demo dist

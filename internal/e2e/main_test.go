@@ -1,0 +1,197 @@
+// Package e2e drives the built plugin through the real kubectl against a real
+// etcd and kube-apiserver started on loopback. One control plane serves the
+// whole package; each test gets its own namespace and kubeadm-config.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
+)
+
+// suite is the state TestMain sets up for every test in the package.
+type suite struct {
+	cluster   *testcluster.Cluster
+	admin     kubernetes.Interface
+	binDir    string
+	seedDoc   string // the ClusterConfiguration kubeadm uploaded
+	namespace atomic.Int64
+}
+
+var s suite // set once by TestMain, read-only afterwards
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	flag.Parse()
+	required := os.Getenv("KUBEADMCFG_E2E") == "required"
+	fail := func(err error) int {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		return 1
+	}
+	if !required && testing.Short() {
+		fmt.Println("e2e: skipped with -short (make test runs it)")
+		return 0
+	}
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		return fail(errors.New("kubectl must be on PATH for the e2e suite"))
+	}
+	root, err := testcluster.RepoRoot()
+	if err != nil {
+		return fail(err)
+	}
+	tmp, err := os.MkdirTemp("", "kubeadmcfg-e2e-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(tmp)
+	s.binDir = filepath.Join(tmp, "bin")
+	build := exec.Command("go", "build", "-o", filepath.Join(s.binDir, "kubectl-kubeadmcfg"), "./cmd/kubectl-kubeadmcfg")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fail(fmt.Errorf("build the plugin: %w", err))
+	}
+	os.Setenv("PATH", s.binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// The plugin must never pick up the developer's own cluster or backups.
+	os.Setenv("KUBECONFIG", filepath.Join(tmp, "no-kubeconfig"))
+	os.Setenv("HOME", tmp)
+
+	bins, err := testcluster.FindBinaries()
+	if err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := testcluster.Start(ctx, bins, testcluster.Options{Dir: filepath.Join(tmp, "cluster")})
+	if err != nil {
+		return fail(err)
+	}
+	defer c.Stop()
+	s.cluster = c
+	if s.admin, err = c.Clientset(); err != nil {
+		return fail(err)
+	}
+	if s.seedDoc, err = c.SeedKubeadm(ctx, ""); err != nil {
+		return fail(err)
+	}
+	return m.Run()
+}
+
+// env is one test's view of the cluster: its own namespace holding its own
+// kubeadm-config seeded from the document kubeadm uploaded.
+type env struct {
+	t  *testing.T
+	ns string
+}
+
+var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnvWith(t, map[string]string{"ClusterConfiguration": s.seedDoc})
+}
+
+func newEnvWith(t *testing.T, data map[string]string) *env {
+	t.Helper()
+	name := strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	ns := fmt.Sprintf("%s-%d", name, s.namespace.Add(1))
+	if _, err := s.cluster.PutConfigMap(context.Background(), ns, "kubeadm-config", data); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.admin.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	return &env{t: t, ns: ns}
+}
+
+// result is what one process run produced.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// kubectl runs the real kubectl with the admin context and the test's namespace.
+func (e *env) kubectl(args ...string) result {
+	e.t.Helper()
+	return e.kubectlAs(testcluster.AdminContext, args...)
+}
+
+func (e *env) kubectlAs(contextName string, args ...string) result {
+	e.t.Helper()
+	// kubectl refuses flags before a plugin's name, so they go last.
+	full := append(append([]string{}, args...), "--kubeconfig", s.cluster.Kubeconfig, "--context", contextName, "-n", e.ns)
+	return run(e.t, "kubectl", full...)
+}
+
+// plugin runs `kubectl kubeadmcfg ARGS` as the admin in the test's namespace.
+func (e *env) plugin(args ...string) result {
+	e.t.Helper()
+	return e.kubectl(append([]string{"kubeadmcfg"}, args...)...)
+}
+
+func run(t *testing.T, name string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		code = exitErr.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run %s: %v", name, err)
+	}
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// configMap reads the test's kubeadm-config with the admin client.
+func (e *env) configMapRV() string {
+	e.t.Helper()
+	cm, err := s.admin.CoreV1().ConfigMaps(e.ns).Get(context.Background(), "kubeadm-config", metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return cm.ResourceVersion
+}
+
+// wantExit fails the test unless r exited with code and, when failing, wrote
+// exactly one line to stderr.
+func wantExit(t *testing.T, r result, code int) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("want exit %d, got %s", code, r)
+	}
+	if code != 0 {
+		lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+		if len(lines) > 2 || !strings.HasPrefix(lines[len(lines)-1], "error: ") {
+			t.Fatalf("want one error line on stderr, got %s", r)
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package cmd
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/version"
+)
+
+// VersionOptions prints the plugin's build information.
+type VersionOptions struct {
+	Print *PrintFlags
+	genericiooptions.IOStreams
+}
+
+// VersionInfo is what `version -o json` prints.
+type VersionInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	Date      string `json:"date"`
+	GoVersion string `json:"goVersion"`
+	Platform  string `json:"platform"`
+}
+
+// NewCmdVersion builds the version command.
+func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &VersionOptions{Print: NewPrintFlags(), IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:     "version",
+		Short:   "Print the plugin's version",
+		Long:    "Print the version, commit and build date the plugin was built with.",
+		Example: "  # Print the version as JSON\n  kubectl kubeadmcfg version -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := o.Print.Validate(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	o.Print.AddFlags(cmd)
+	return cmd
+}
+
+// Run prints the version.
+func (o *VersionOptions) Run() error {
+	info := VersionInfo{
+		Version: version.Version, Commit: version.Commit, Date: version.Date,
+		GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
+	}
+	if !o.Print.Human() {
+		return o.Print.Print(o.Out, info)
+	}
+	_, err := fmt.Fprintf(o.Out, "kubectl-kubeadmcfg %s (commit %s, built %s, %s, %s)\n",
+		info.Version, info.Commit, info.Date, info.GoVersion, info.Platform)
+	return err
+}

@@ -1,0 +1,66 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+)
+
+// APIError turns an error from an API call on object into a typed error with
+// the exit code and a hint on what to do next.
+func APIError(err error, verb, object string) error {
+	if err == nil {
+		return nil
+	}
+	var typed *exitcode.Error
+	if errors.As(err, &typed) {
+		return err
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return exitcode.NotFoundf("%s not found (check -n, the name, and that this is a kubeadm cluster)", object)
+	case apierrors.IsForbidden(err):
+		return exitcode.New(exitcode.Forbidden, fmt.Errorf("%w (grant %s on it; hack/rbac.yaml has the minimal roles)", err, verb))
+	case apierrors.IsUnauthorized(err):
+		return exitcode.New(exitcode.Forbidden, fmt.Errorf("unauthorized: the server rejected the credentials (check --kubeconfig, --context, --token): %w", err))
+	case apierrors.IsConflict(err):
+		return exitcode.New(exitcode.Conflict, err)
+	case apierrors.IsInvalid(err), apierrors.IsRequestEntityTooLargeError(err):
+		return exitcode.New(exitcode.Invalid, fmt.Errorf("the server rejected the %s: %w", object, err))
+	case utilnet.IsConnectionRefused(err), utilnet.IsConnectionReset(err), utilnet.IsProbableEOF(err):
+		return exitcode.Failuref("cannot reach the API server (is it up? check --kubeconfig and --context): %w", err)
+	}
+	return exitcode.Failuref("%s %s: %w", verb, object, err)
+}
+
+// IsRetryable reports whether an API call that failed with err may succeed
+// when repeated: a write conflict, throttling, a server error or a broken
+// connection. Forbidden, not found and invalid never are.
+func IsRetryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if apierrors.IsConflict(err) || apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
+		apierrors.IsUnexpectedServerError(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code >= 500 || code == 429
+	}
+	if utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) && netErr.Timeout()
+}
