@@ -1,0 +1,154 @@
+// Package clusterconfig parses, edits, validates and marshals kubeadm
+// ClusterConfiguration documents of apiVersion kubeadm.k8s.io/v1beta3,
+// v1beta4 and v1. It works on bytes alone (no API client), so every rule can
+// be tested with nothing but testdata.
+//
+// A Document keeps the generic JSON tree of the YAML it was parsed from, so an
+// edit never drops or reorders a field the plugin does not know; marshalling
+// gives kubeadm's own layout (keys sorted, two-space indent). The apiVersion is
+// never converted.
+package clusterconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+)
+
+// Group is kubeadm's API group.
+const Group = "kubeadm.k8s.io"
+
+// The apiVersions of ClusterConfiguration the plugin understands.
+const (
+	V1beta3 = Group + "/v1beta3"
+	V1beta4 = Group + "/v1beta4"
+	V1      = Group + "/v1"
+)
+
+// Kind is the only kind a Document holds.
+const Kind = "ClusterConfiguration"
+
+// Document is one ClusterConfiguration as a generic JSON tree.
+type Document struct {
+	tree map[string]any
+}
+
+// Parse reads a ClusterConfiguration from YAML or JSON. It checks only that
+// the text is a mapping with a known apiVersion and kind; Validate checks the
+// rest. A document that is not YAML, or of another kind, is an invalid
+// configuration (exit 3).
+func Parse(data []byte) (*Document, error) {
+	tree, err := decodeTree(data)
+	if err != nil {
+		return nil, exitcode.Invalidf("the ClusterConfiguration is not a YAML mapping: %w", err)
+	}
+	d := &Document{tree: tree}
+	if err := checkTypeMeta(d.APIVersion(), d.Kind()); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func checkTypeMeta(apiVersion, kind string) error {
+	switch apiVersion {
+	case V1beta3, V1beta4, V1:
+	case "":
+		return exitcode.Invalidf("the document has no apiVersion (want %s, %s or %s)", V1beta4, V1, V1beta3)
+	default:
+		return exitcode.Invalidf("unsupported apiVersion %q (want %s, %s or %s)", apiVersion, V1beta4, V1, V1beta3)
+	}
+	if kind != Kind {
+		return exitcode.Invalidf("the document is of kind %q, not %s", kind, Kind)
+	}
+	return nil
+}
+
+// decodeTree converts YAML (or JSON) to a JSON tree, keeping numbers exact.
+func decodeTree(data []byte) (map[string]any, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	var tree map[string]any
+	if err := unmarshalJSON(js, &tree); err != nil {
+		return nil, err
+	}
+	if tree == nil {
+		return nil, fmt.Errorf("the document is empty")
+	}
+	return tree, nil
+}
+
+func unmarshalJSON(js []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("expected a mapping: %w", err)
+	}
+	return nil
+}
+
+// APIVersion returns the document's apiVersion.
+func (d *Document) APIVersion() string { s, _ := d.tree["apiVersion"].(string); return s }
+
+// Kind returns the document's kind.
+func (d *Document) Kind() string { s, _ := d.tree["kind"].(string); return s }
+
+// KubernetesVersion returns the kubernetesVersion field, or "".
+func (d *Document) KubernetesVersion() string {
+	s, _ := d.tree["kubernetesVersion"].(string)
+	return s
+}
+
+// Clone returns a deep copy.
+func (d *Document) Clone() *Document {
+	js, _ := json.Marshal(d.tree)
+	var tree map[string]any
+	_ = unmarshalJSON(js, &tree)
+	return &Document{tree: tree}
+}
+
+// Equal reports whether two documents hold the same data, whatever their
+// layout in YAML.
+func (d *Document) Equal(other *Document) bool {
+	a, _ := json.Marshal(d.tree)
+	b, _ := json.Marshal(other.tree)
+	return bytes.Equal(a, b)
+}
+
+// JSON returns the document as JSON.
+func (d *Document) JSON() []byte {
+	js, _ := json.Marshal(d.tree)
+	return js
+}
+
+// Marshal returns the document in kubeadm's YAML layout.
+func (d *Document) Marshal() []byte {
+	out, err := yaml.JSONToYAML(d.JSON())
+	if err != nil {
+		// JSON produced by encoding/json always converts.
+		panic(fmt.Sprintf("clusterconfig: marshal: %v", err))
+	}
+	return out
+}
+
+// replaceTree installs a tree produced by a patch, refusing to change the
+// apiVersion or kind.
+func (d *Document) replaceTree(js []byte) error {
+	var tree map[string]any
+	if err := unmarshalJSON(js, &tree); err != nil || tree == nil {
+		return exitcode.Usagef("the patch does not leave a mapping")
+	}
+	for _, key := range []string{"apiVersion", "kind"} {
+		if !reflect.DeepEqual(tree[key], d.tree[key]) {
+			return exitcode.Usagef("changing %s is refused (the document stays %s %s)", key, d.APIVersion(), d.Kind())
+		}
+	}
+	d.tree = tree
+	return nil
+}
