@@ -64,12 +64,9 @@ func (d *Document) Unset(rawPath string) error {
 
 // MergePatch applies an RFC 7386 JSON merge patch given as JSON or YAML.
 func (d *Document) MergePatch(patch []byte) error {
-	js, err := patchJSON(patch)
+	js, err := decodeMergePatch(patch)
 	if err != nil {
 		return err
-	}
-	if !json.Valid(js) || !strings.HasPrefix(strings.TrimSpace(string(js)), "{") {
-		return exitcode.Usagef("a merge patch must be a mapping")
 	}
 	out, err := jsonpatch.MergePatch(d.JSON(), js)
 	if err != nil {
@@ -82,13 +79,9 @@ func (d *Document) MergePatch(patch []byte) error {
 // test operation is a precondition that does not hold (exit 4); an operation
 // on a missing path is a bad patch (exit 2).
 func (d *Document) JSONPatch(patch []byte) error {
-	js, err := patchJSON(patch)
+	ops, err := decodeJSONPatch(patch)
 	if err != nil {
 		return err
-	}
-	ops, err := jsonpatch.DecodePatch(js)
-	if err != nil {
-		return exitcode.Usagef("a JSON patch must be a list of operations: %w", err)
 	}
 	out, err := ops.Apply(d.JSON())
 	switch {
@@ -98,6 +91,51 @@ func (d *Document) JSONPatch(patch []byte) error {
 		return exitcode.Usagef("json patch: %w", err)
 	}
 	return d.replaceTree(out)
+}
+
+// CheckPatch reports whether patch is well formed, without applying it, so
+// a bad patch is refused before the cluster is contacted.
+func CheckPatch(patch []byte, jsonPatch bool) error {
+	var err error
+	if jsonPatch {
+		_, err = decodeJSONPatch(patch)
+	} else {
+		_, err = decodeMergePatch(patch)
+	}
+	return err
+}
+
+func decodeMergePatch(patch []byte) ([]byte, error) {
+	js, err := patchJSON(patch)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(strings.TrimSpace(string(js)), "{") {
+		return nil, exitcode.Usagef("a merge patch must be a mapping")
+	}
+	return js, nil
+}
+
+func decodeJSONPatch(patch []byte) (jsonpatch.Patch, error) {
+	js, err := patchJSON(patch)
+	if err != nil {
+		return nil, err
+	}
+	ops, err := jsonpatch.DecodePatch(js)
+	if err != nil {
+		return nil, exitcode.Usagef("a JSON patch must be a list of operations: %w", err)
+	}
+	for i, op := range ops {
+		if _, err := op.Path(); err != nil {
+			return nil, exitcode.Usagef("json patch operation %d has no path", i)
+		}
+		switch op.Kind() {
+		case "add", "remove", "replace", "move", "copy", "test":
+		default:
+			return nil, exitcode.Usagef("json patch operation %d: unknown op %q", i, op.Kind())
+		}
+	}
+	return ops, nil
 }
 
 func patchJSON(patch []byte) ([]byte, error) {

@@ -36,6 +36,19 @@ type ValidateOptions struct {
 	KubeadmVersion string
 }
 
+// CheckKubeadmVersion reports whether v is a kubeadm release Validate can
+// apply the rules of.
+func CheckKubeadmVersion(v string) error {
+	parsed, err := version.ParseSemantic(v)
+	if err != nil {
+		return fmt.Errorf("want a version such as %s, not %q", DefaultKubeadmVersion, v)
+	}
+	if parsed.Major() != 1 || parsed.Minor() < 1 {
+		return fmt.Errorf("want a kubeadm 1.x release, not %q", v)
+	}
+	return nil
+}
+
 // Report is the outcome of validating one document: every problem found,
 // each naming its field path, and warnings that do not make it invalid.
 type Report struct {

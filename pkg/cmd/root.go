@@ -113,6 +113,8 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 
 	root.AddCommand(
 		NewCmdGet(flags, streams),
+		NewCmdPatch(flags, streams),
+		NewCmdValidate(flags, streams),
 		NewCmdVersion(streams),
 	)
 	return root

@@ -1,0 +1,266 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
+)
+
+// document reads the test's ClusterConfiguration with the admin client.
+func (e *env) document() string {
+	e.t.Helper()
+	cm, err := s.admin.CoreV1().ConfigMaps(e.ns).Get(context.Background(), "kubeadm-config", metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return cm.Data["ClusterConfiguration"]
+}
+
+// kubeadmValidate runs the real `kubeadm config validate` on doc, with no
+// network (kubeadm would look a version label up online otherwise).
+func kubeadmValidate(t *testing.T, doc []byte) (bool, string) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(f, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-n", s.cluster.Bins.Kubeadm, "config", "validate", "--config", f}
+	if strings.Contains(string(doc), "kubeadm.k8s.io/v1\n") {
+		args = append(args, "--allow-experimental-api")
+	}
+	out, err := exec.Command("unshare", args...).CombinedOutput()
+	if err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatalf("run kubeadm: %v: %s", err, out)
+		}
+	}
+	return err == nil, string(out)
+}
+
+// wantKubeadmAccepts fails unless the real kubeadm accepts the test's document.
+func (e *env) wantKubeadmAccepts() {
+	e.t.Helper()
+	if ok, out := kubeadmValidate(e.t, []byte(e.document())); !ok {
+		e.t.Fatalf("kubeadm config validate refuses what the plugin wrote:\n%s\n%s", out, e.document())
+	}
+}
+
+func TestPatchConcurrentWritersLoseNothing(t *testing.T) {
+	e := newEnv(t)
+	const writers, patches = 8, 10
+	var wg sync.WaitGroup
+	results := make([][]result, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range patches {
+				results[w] = append(results[w], e.plugin("patch", "--set",
+					fmt.Sprintf("apiServer.extraArgs.e2e-w%d-p%d=%d", w, i, i)))
+			}
+		}()
+	}
+	wg.Wait()
+	for w, rs := range results {
+		for i, r := range rs {
+			if r.code != 0 {
+				t.Errorf("writer %d patch %d: %s", w, i, r)
+			}
+		}
+	}
+	doc := e.document()
+	for w := range writers {
+		for i := range patches {
+			if !strings.Contains(doc, fmt.Sprintf("name: e2e-w%d-p%d\n", w, i)) {
+				t.Errorf("lost update: e2e-w%d-p%d is missing", w, i)
+			}
+		}
+	}
+	e.wantKubeadmAccepts()
+}
+
+func TestPatchRefusesInvalidResults(t *testing.T) {
+	e := newEnv(t)
+	rv := e.configMapRV()
+	for _, args := range [][]string{
+		{"--set", "networking.podSubnet=10.0.0.0/33"},
+		{"--set", "unknownField=1"},
+		{"-p", `{"networking":{"serviceSubnet":"10.0.0.0/8"}}`},
+		{"--set", "apiServer.extraArgs=[1]"},
+	} {
+		r := e.plugin(append([]string{"patch"}, args...)...)
+		wantExit(t, r, 3)
+		if !strings.Contains(r.stderr, "nothing was written") {
+			t.Errorf("%v: %s", args, r)
+		}
+	}
+	if got := e.configMapRV(); got != rv {
+		t.Fatalf("resourceVersion %s -> %s: an invalid patch was written", rv, got)
+	}
+}
+
+func TestPatchUnchangedAndDryRunsWriteNothing(t *testing.T) {
+	e := newEnv(t)
+	rv := e.configMapRV()
+	r := e.plugin("patch", "--set", "clusterName=kubernetes")
+	wantExit(t, r, 0)
+	if !strings.Contains(r.stdout, "kubeadm-config unchanged") {
+		t.Fatalf("want unchanged: %s", r)
+	}
+	for _, dry := range []string{"client", "server"} {
+		r := e.plugin("patch", "--set", "clusterName=other", "--dry-run="+dry, "-o", "json")
+		wantExit(t, r, 0)
+		var out map[string]any
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+			t.Fatalf("-o json: %v: %s", err, r)
+		}
+		if out["changed"] != true || out["dryRun"] != dry {
+			t.Errorf("dry-run=%s result: %s", dry, r.stdout)
+		}
+	}
+	if got := e.configMapRV(); got != rv {
+		t.Fatalf("resourceVersion %s -> %s: unchanged or dry-run patch wrote", rv, got)
+	}
+}
+
+func TestPatchUnprivilegedUserIsForbidden(t *testing.T) {
+	e := newEnv(t)
+	rv := e.configMapRV()
+	r := e.kubectlAs(testcluster.UnprivilegedContext, "kubeadmcfg", "patch", "--set", "clusterName=x")
+	wantExit(t, r, 6)
+	if got := e.configMapRV(); got != rv {
+		t.Fatal("the unprivileged user's patch was written")
+	}
+}
+
+func TestPatchKeepsV1beta3Shape(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/documents/v1beta3.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, map[string]string{"ClusterConfiguration": string(data)})
+	r := e.plugin("patch", "--set", "apiServer.extraArgs.profiling=false", "--unset", "apiServer.extraArgs.audit-log-maxage")
+	wantExit(t, r, 0)
+	doc := e.document()
+	for _, want := range []string{"apiVersion: kubeadm.k8s.io/v1beta3\n", "  extraArgs:\n    profiling: \"false\"\n", "timeoutForControlPlane: 4m0s"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("want %q in:\n%s", want, doc)
+		}
+	}
+}
+
+func TestPatchV1AndEveryFormPassKubeadm(t *testing.T) {
+	e := newEnv(t)
+	wantExit(t, e.plugin("patch", "--set", "apiServer.extraArgs.profiling=false", "--set", "apiServer.certSANs[+]=lb.example.com",
+		"--set-string", "controllerManager.extraArgs.v=2", "--unset", "apiServer.extraArgs.audit-log-maxage",
+		"-p", "etcd: {local: {serverCertSANs: [etcd.example.com]}}"), 0)
+	wantExit(t, e.plugin("patch", "--type", "json", "-p", `[{"op":"test","path":"/clusterName","value":"kubernetes"},{"op":"replace","path":"/clusterName","value":"prod"}]`), 0)
+	e.wantKubeadmAccepts()
+
+	v1, err := os.ReadFile("../../testdata/documents/v1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e1 := newEnvWith(t, map[string]string{"ClusterConfiguration": string(v1)})
+	wantExit(t, e1.plugin("patch", "--set", "scheduler.extraArgs.v=4"), 0)
+	if !strings.Contains(e1.document(), "apiVersion: kubeadm.k8s.io/v1\n") {
+		t.Fatal("v1 apiVersion not kept")
+	}
+	e1.wantKubeadmAccepts()
+}
+
+func TestPatchIfLeader(t *testing.T) {
+	e := newEnv(t)
+	holder := "controller-0_8d4e1f2a-1111-2222-3333-444455556666"
+	_, err := s.admin.CoordinationV1().Leases(e.ns).Create(context.Background(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-controller-manager"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := e.ns + "/kube-controller-manager"
+	rv := e.configMapRV()
+	r := e.plugin("patch", "--if-leader", lease, "--identity", "controller-1", "--set", "clusterName=standby")
+	wantExit(t, r, 0)
+	if !strings.Contains(r.stdout, "skipped: not the holder of lease "+lease+" (holder: "+holder+")") {
+		t.Fatalf("want skipped: %s", r)
+	}
+	if e.configMapRV() != rv {
+		t.Fatal("a standby wrote")
+	}
+	wantExit(t, e.plugin("patch", "--if-leader", lease, "--identity", "controller-0", "--set", "clusterName=active"), 0)
+	if !strings.Contains(e.document(), "clusterName: active\n") {
+		t.Fatal("the holder did not write")
+	}
+	wantExit(t, e.plugin("patch", "--if-leader", e.ns+"/missing", "--set", "clusterName=x"), 5)
+}
+
+func TestPatchBadInput(t *testing.T) {
+	e := newEnv(t)
+	rv := e.configMapRV()
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"patch"}, 2},
+		{[]string{"patch", "--set", "novalue"}, 2},
+		{[]string{"patch", "--set", "a..b=1"}, 2},
+		{[]string{"patch", "--type", "strategic", "-p", "{}"}, 2},
+		{[]string{"patch", "-p", "{a: [}"}, 2},
+		{[]string{"patch", "--patch-file", "/does/not/exist"}, 2},
+		{[]string{"patch", "--set", "apiVersion=kubeadm.k8s.io/v1"}, 2},
+		{[]string{"patch", "--type", "json", "-p", `[{"op":"test","path":"/clusterName","value":"nope"}]`}, 4},
+		{[]string{"patch", "--type", "json", "-p", `[{"op":"remove","path":"/nothing"}]`}, 2},
+		{[]string{"patch", "--set", "x=1", "--dry-run=maybe"}, 2},
+		{[]string{"patch", "--set", "x=1", "--validate=sometimes"}, 2},
+		{[]string{"patch", "--set", "x=1", "-o", "table"}, 2},
+		{[]string{"patch", "--set", "x=1", "--configmap", "missing"}, 5},
+	} {
+		r := e.plugin(tc.args...)
+		wantExit(t, r, tc.code)
+	}
+	if e.configMapRV() != rv {
+		t.Fatal("bad input was written")
+	}
+}
+
+// TestCorpusAgreesWithKubeadm runs the real kubeadm on every v1beta4 and v1
+// corpus file and checks that the plugin's validate gives the same verdict.
+func TestCorpusAgreesWithKubeadm(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/corpus/*.yaml")
+	if err != nil || len(files) < 40 {
+		t.Fatalf("corpus: %d files, %v", len(files), err)
+	}
+	checked := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "kubeadm.k8s.io/v1beta3") {
+			continue // kubeadm 1.37 refuses the apiVersion itself
+		}
+		checked++
+		kubeadmOK, out := kubeadmValidate(t, data)
+		r := run(t, "kubectl", "kubeadmcfg", "validate", "-f", f)
+		if (r.code == 0) != kubeadmOK || (r.code != 0 && r.code != 3) {
+			t.Errorf("%s: kubeadm valid=%v (%s), plugin %s", filepath.Base(f), kubeadmOK, strings.TrimSpace(out), r)
+		}
+		if wantValid := strings.HasPrefix(filepath.Base(f), "valid-"); wantValid != kubeadmOK {
+			t.Errorf("%s: named for the wrong verdict, kubeadm says valid=%v", filepath.Base(f), kubeadmOK)
+		}
+	}
+	t.Logf("kubeadm and the plugin agree on %d documents", checked)
+}

@@ -1,0 +1,184 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/textdiff"
+)
+
+// WriteFlags are the flags every command that writes kubeadm-config shares.
+type WriteFlags struct {
+	DryRun         string
+	Diff           bool
+	Timeout        time.Duration
+	FieldManager   string
+	Validate       string
+	KubeadmVersion string
+	IfLeader       string
+	Identity       string
+	Key            string
+}
+
+// NewWriteFlags returns the defaults.
+func NewWriteFlags() *WriteFlags {
+	host, _ := os.Hostname()
+	return &WriteFlags{
+		DryRun:         string(engine.DryRunNone),
+		Timeout:        30 * time.Second,
+		FieldManager:   "kubectl-kubeadmcfg",
+		Validate:       string(engine.ValidationStrict),
+		KubeadmVersion: clusterconfig.DefaultKubeadmVersion,
+		Identity:       host,
+		Key:            engine.DefaultKey,
+	}
+}
+
+// AddFlags binds the flags.
+func (f *WriteFlags) AddFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.DryRun, "dry-run", f.DryRun, `One of none, client, server. "client" stops before sending the write; "server" sends it with dryRun=All so nothing is persisted`)
+	fs.Lookup("dry-run").NoOptDefVal = string(engine.DryRunClient)
+	fs.BoolVar(&f.Diff, "diff", f.Diff, "Print a unified diff of the ClusterConfiguration")
+	fs.DurationVar(&f.Timeout, "timeout", f.Timeout, "Give up (exit 4) if the write has not succeeded within this time, retries on conflict included")
+	fs.StringVar(&f.FieldManager, "field-manager", f.FieldManager, "Name of the manager recorded for this write")
+	fs.StringVar(&f.Validate, "validate", f.Validate, `One of strict, warn, ignore. "strict" refuses to write a document kubeadm would reject; "warn" writes it and prints the problems`)
+	fs.StringVar(&f.KubeadmVersion, "kubeadm-version", f.KubeadmVersion, "Release of kubeadm whose rules validation applies (it refuses a kubernetesVersion more than one minor below itself)")
+	fs.StringVar(&f.IfLeader, "if-leader", f.IfLeader, "Write only if --identity holds this coordination.k8s.io Lease (NAMESPACE/NAME); otherwise exit 0 as skipped")
+	fs.StringVar(&f.Identity, "identity", f.Identity, "Identity matched against the --if-leader Lease's holder (exactly, or as IDENTITY_<suffix>)")
+	fs.StringVar(&f.Key, "key", f.Key, "ConfigMap key that holds the ClusterConfiguration")
+}
+
+// Check validates the flag values; it does no I/O.
+func (f *WriteFlags) Check() error {
+	switch f.DryRun {
+	case "none", "client", "server":
+	default:
+		return exitcode.Usagef("--dry-run must be one of none, client, server, not %q", f.DryRun)
+	}
+	switch f.Validate {
+	case "strict", "warn", "ignore":
+	case "true":
+		f.Validate = "strict"
+	case "false":
+		f.Validate = "ignore"
+	default:
+		return exitcode.Usagef("--validate must be one of strict, warn, ignore, not %q", f.Validate)
+	}
+	if f.Timeout <= 0 {
+		return exitcode.Usagef("--timeout must be positive, not %s", f.Timeout)
+	}
+	if strings.TrimSpace(f.Key) == "" {
+		return exitcode.Usagef("--key must not be empty")
+	}
+	if f.IfLeader != "" {
+		ns, name, ok := strings.Cut(f.IfLeader, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return exitcode.Usagef("--if-leader must be NAMESPACE/NAME, not %q", f.IfLeader)
+		}
+		if f.Identity == "" {
+			return exitcode.Usagef("--identity must not be empty with --if-leader")
+		}
+	}
+	if err := clusterconfig.CheckKubeadmVersion(f.KubeadmVersion); err != nil {
+		return exitcode.Usagef("--kubeadm-version: %w", err)
+	}
+	return nil
+}
+
+// Engine builds the write engine for the command's target.
+func (f *WriteFlags) Engine(client kubernetes.Interface, cluster *ClusterFlags) *engine.Engine {
+	return &engine.Engine{
+		Client: client.CoreV1(),
+		Target: engine.Target{Namespace: cluster.Namespace(), Name: cluster.ConfigMap, Key: f.Key},
+		Options: engine.Options{
+			Timeout:      f.Timeout,
+			DryRun:       engine.DryRun(f.DryRun),
+			FieldManager: f.FieldManager,
+		},
+	}
+}
+
+// DocumentOptions returns the validation options.
+func (f *WriteFlags) DocumentOptions() engine.DocumentOptions {
+	return engine.DocumentOptions{
+		Validation: engine.Validation(f.Validate),
+		Validate:   clusterconfig.ValidateOptions{KubeadmVersion: f.KubeadmVersion},
+	}
+}
+
+// CheckLeader runs the --if-leader guard. It returns a non-empty reason when
+// the write must be skipped.
+func (f *WriteFlags) CheckLeader(ctx context.Context, client kubernetes.Interface) (string, error) {
+	if f.IfLeader == "" {
+		return "", nil
+	}
+	ns, name, _ := strings.Cut(f.IfLeader, "/")
+	c, err := engine.CheckLeader(ctx, client.CoordinationV1(), ns, name, f.Identity)
+	if err != nil {
+		return "", err
+	}
+	if c.IsHolder {
+		return "", nil
+	}
+	holder := c.Holder
+	if holder == "" {
+		holder = "none"
+	}
+	return fmt.Sprintf("not the holder of lease %s (holder: %s)", c.Lease, holder), nil
+}
+
+// WriteResult is what a command that writes kubeadm-config prints with -o.
+type WriteResult struct {
+	ConfigMap          string   `json:"configMap"`
+	Changed            bool     `json:"changed"`
+	Skipped            bool     `json:"skipped"`
+	SkipReason         string   `json:"skipReason,omitempty"`
+	DryRun             string   `json:"dryRun"`
+	OldResourceVersion string   `json:"oldResourceVersion,omitempty"`
+	NewResourceVersion string   `json:"newResourceVersion,omitempty"`
+	Attempts           int      `json:"attempts"`
+	Conflicts          int      `json:"conflicts"`
+	Warnings           []string `json:"warnings"`
+	Backup             string   `json:"backup,omitempty"`
+	Diff               string   `json:"diff,omitempty"`
+}
+
+// NewWriteResult fills a WriteResult from the engine's result.
+func NewWriteResult(target engine.Target, res *engine.DocumentResult, withDiff bool) *WriteResult {
+	out := &WriteResult{
+		ConfigMap: target.Namespace + "/" + target.Name,
+		DryRun:    string(res.DryRun),
+		Warnings:  append([]string{}, res.Warnings...),
+	}
+	if res.Result != nil {
+		out.Changed, out.Attempts, out.Conflicts = res.Changed, res.Attempts, res.Conflicts
+		if res.Old != nil {
+			out.OldResourceVersion = res.Old.ResourceVersion
+		}
+		if res.Changed && res.New != nil && res.DryRun == engine.DryRunNone {
+			out.NewResourceVersion = res.New.ResourceVersion
+		}
+	}
+	if withDiff {
+		out.Diff = textdiff.Unified("live/"+target.Key, "edited/"+target.Key, res.Before, res.After)
+	}
+	return out
+}
+
+// printWarnings writes each validation warning on its own line.
+func printWarnings(w io.Writer, warnings []string) {
+	for _, msg := range warnings {
+		fmt.Fprintf(w, "warning: %s\n", msg)
+	}
+}

@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+)
+
+// DryRun is kubectl's --dry-run: none writes, client stops before the write,
+// server sends the write with dryRun=All so admission sees it.
+type DryRun string
+
+// The --dry-run values.
+const (
+	DryRunNone   DryRun = "none"
+	DryRunClient DryRun = "client"
+	DryRunServer DryRun = "server"
+)
+
+// Mutate edits cm, a fresh copy of the live ConfigMap (or an empty one when
+// it does not exist and the engine may create it). It must derive every
+// change from cm itself: on a conflict it runs again on a newer copy.
+// Returning false means there is nothing to write.
+type Mutate func(cm *corev1.ConfigMap) (changed bool, err error)
+
+// Options tune a write.
+type Options struct {
+	// Timeout bounds the whole write, retries included.
+	Timeout time.Duration
+	DryRun  DryRun
+	// FieldManager is recorded in managedFields.
+	FieldManager string
+	// CreateIfMissing lets Mutate start from an empty ConfigMap and creates it.
+	CreateIfMissing bool
+	// BeforeWrite runs with the exact copy an Update is about to replace (the
+	// one whose resourceVersion it carries); an error aborts the write. The
+	// backup hook.
+	BeforeWrite func(ctx context.Context, current *corev1.ConfigMap) error
+	// Coordinator orders writers that keep conflicting; nil retries with
+	// jittered backoff alone.
+	Coordinator Coordinator
+}
+
+// Coordinator is how a writer that lost a compare-and-swap waits for its
+// turn. Acquire blocks until the writer may try again; the returned release
+// must be called after that attempt.
+type Coordinator interface {
+	Acquire(ctx context.Context) (release func(), err error)
+}
+
+// Result reports a write.
+type Result struct {
+	Changed   bool
+	Created   bool
+	DryRun    DryRun
+	Old       *corev1.ConfigMap // the copy the write replaced (nil when created)
+	New       *corev1.ConfigMap // what was written (or would have been)
+	Attempts  int
+	Conflicts int
+}
+
+// Engine writes one ConfigMap with compare-and-swap.
+type Engine struct {
+	Client  corev1client.ConfigMapsGetter
+	Target  Target
+	Options Options
+}
+
+// backoff is the jittered exponential delay between attempts.
+var backoff = wait.Backoff{Duration: 5 * time.Millisecond, Factor: 2, Jitter: 1, Steps: 8, Cap: 200 * time.Millisecond}
+
+// Update reads the ConfigMap, lets mutate edit a copy, and writes it back
+// with the resourceVersion it read. On a conflict it reads again and runs
+// mutate on the newer copy; throttling, server errors and broken connections
+// are retried too, until Options.Timeout. Forbidden, not found and invalid
+// are returned at once.
+func (e *Engine) Update(ctx context.Context, mutate Mutate) (*Result, error) {
+	timeout := e.Options.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	res := &Result{DryRun: e.Options.DryRun}
+	delays := backoff
+	var lastErr error
+	var release func()
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
+	for {
+		res.Attempts++
+		done, err := e.attempt(ctx, mutate, res)
+		if release != nil {
+			release()
+			release = nil
+		}
+		if done {
+			return res, err
+		}
+		lastErr = err
+		if apierrors.IsConflict(err) {
+			res.Conflicts++
+		}
+		var wait time.Duration
+		if seconds, ok := apierrors.SuggestsClientDelay(err); ok {
+			wait = time.Duration(seconds) * time.Second
+		} else {
+			wait = delays.Step() // jittered, growing to the cap
+		}
+		if apierrors.IsConflict(err) && e.Options.Coordinator != nil {
+			// Take a turn instead of colliding again.
+			release, err = e.Options.Coordinator.Acquire(ctx)
+			if err == nil {
+				continue
+			}
+			if ctx.Err() == nil {
+				lastErr = err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return res, e.gaveUp(res, timeout, lastErr)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// attempt makes one read-mutate-write pass. done is false when the error is
+// worth another attempt.
+func (e *Engine) attempt(ctx context.Context, mutate Mutate, res *Result) (done bool, err error) {
+	cms := e.Client.ConfigMaps(e.Target.Namespace)
+	current, err := cms.Get(ctx, e.Target.Name, metav1.GetOptions{})
+	missing := apierrors.IsNotFound(err) && e.Options.CreateIfMissing
+	switch {
+	case missing:
+		current = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: e.Target.Name, Namespace: e.Target.Namespace}}
+	case err != nil:
+		return !IsRetryable(err) || ctx.Err() != nil, APIError(err, "get", e.Target.String())
+	}
+	work := current.DeepCopy()
+	changed, err := mutate(work)
+	if err != nil || !changed {
+		res.Old, res.New = current, current
+		return true, err
+	}
+	res.Changed, res.Created = true, missing
+	if !missing {
+		res.Old = current
+	}
+	res.New = work
+	if e.Options.DryRun == DryRunClient {
+		return true, nil
+	}
+	if e.Options.BeforeWrite != nil && !missing && e.Options.DryRun != DryRunServer {
+		if err := e.Options.BeforeWrite(ctx, current); err != nil {
+			return true, err
+		}
+	}
+	var dryRun []string
+	if e.Options.DryRun == DryRunServer {
+		dryRun = []string{metav1.DryRunAll}
+	}
+	var written *corev1.ConfigMap
+	if missing {
+		written, err = cms.Create(ctx, work, metav1.CreateOptions{DryRun: dryRun, FieldManager: e.Options.FieldManager})
+		if apierrors.IsAlreadyExists(err) {
+			// Someone created it first: treat as a conflict and start over.
+			err = apierrors.NewConflict(corev1.Resource("configmaps"), e.Target.Name, err)
+		}
+	} else {
+		// work carries current's resourceVersion: the compare-and-swap.
+		written, err = cms.Update(ctx, work, metav1.UpdateOptions{DryRun: dryRun, FieldManager: e.Options.FieldManager})
+	}
+	if err != nil {
+		return !IsRetryable(err) || ctx.Err() != nil, APIError(err, "update", e.Target.String())
+	}
+	res.New = written
+	return true, nil
+}
+
+// gaveUp explains a write that ran out of time.
+func (e *Engine) gaveUp(res *Result, timeout time.Duration, last error) error {
+	var typed *exitcode.Error
+	if last != nil && !apierrors.IsConflict(last) && !(errors.As(last, &typed) && typed.Code == exitcode.Conflict) {
+		return exitcode.Failuref("gave up on %s after %d attempts in %s: %w", e.Target, res.Attempts, timeout, last)
+	}
+	return exitcode.Conflictf("gave up on %s after %d attempts in %s (%d conflicts with other writers); nothing was written by this command, retry or raise --timeout",
+		e.Target, res.Attempts, timeout, res.Conflicts)
+}
+
+// String renders a resourceVersion transition for messages.
+func (r *Result) String() string {
+	attempts := fmt.Sprintf("%d attempts", r.Attempts)
+	if r.Attempts == 1 {
+		attempts = "1 attempt"
+	}
+	switch {
+	case !r.Changed:
+		return "unchanged"
+	case r.Created:
+		return fmt.Sprintf("created (resourceVersion %s, %s)", r.New.ResourceVersion, attempts)
+	}
+	return fmt.Sprintf("(resourceVersion %s -> %s, %s)", r.Old.ResourceVersion, r.New.ResourceVersion, attempts)
+}

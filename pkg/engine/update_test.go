@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+)
+
+// These unit tests pin the retry decisions of one code path each; the proof
+// that concurrent writers lose nothing runs against the real apiserver in
+// internal/e2e.
+
+func newFake(failures ...error) (*fake.Clientset, *int) {
+	cs := fake.NewClientset(&corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system", ResourceVersion: "1"},
+		Data:       map[string]string{"k": "0"},
+	})
+	updates := 0
+	cs.PrependReactor("update", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		updates++
+		if updates <= len(failures) {
+			return true, nil, failures[updates-1]
+		}
+		return false, nil, nil
+	})
+	return cs, &updates
+}
+
+func increment(runs *int) Mutate {
+	return func(cm *corev1.ConfigMap) (bool, error) {
+		*runs++
+		cm.Data["k"] += "+"
+		return true, nil
+	}
+}
+
+func TestUpdateRetries(t *testing.T) {
+	gr := corev1.Resource("configmaps")
+	for _, tc := range []struct {
+		name         string
+		failures     []error
+		wantErrCode  exitcode.Code
+		wantAttempts int
+	}{
+		{"first try", nil, exitcode.OK, 1},
+		{"conflict then success", []error{apierrors.NewConflict(gr, "kubeadm-config", errors.New("rv"))}, exitcode.OK, 2},
+		{"server error is retried", []error{apierrors.NewInternalError(errors.New("boom"))}, exitcode.OK, 2},
+		{"throttled is retried", []error{apierrors.NewTooManyRequests("slow down", 0)}, exitcode.OK, 2},
+		{"forbidden is not retried", []error{apierrors.NewForbidden(gr, "kubeadm-config", errors.New("no"))}, exitcode.Forbidden, 1},
+		{"invalid is not retried", []error{apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("ConfigMap").GroupKind(), "kubeadm-config", nil)}, exitcode.Invalid, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, _ := newFake(tc.failures...)
+			runs := 0
+			e := &Engine{Client: cs.CoreV1(), Target: Target{Namespace: "kube-system", Name: "kubeadm-config"},
+				Options: Options{Timeout: 5 * time.Second}}
+			res, err := e.Update(context.Background(), increment(&runs))
+			if got := exitcode.FromError(err); got != tc.wantErrCode {
+				t.Fatalf("exit code %d, want %d (%v)", got, tc.wantErrCode, err)
+			}
+			if res.Attempts != tc.wantAttempts || runs != tc.wantAttempts {
+				t.Fatalf("attempts %d, mutate runs %d, want %d", res.Attempts, runs, tc.wantAttempts)
+			}
+		})
+	}
+}
+
+func TestUpdateGivesUpWithConflictCode(t *testing.T) {
+	gr := corev1.Resource("configmaps")
+	conflicts := make([]error, 1000)
+	for i := range conflicts {
+		conflicts[i] = apierrors.NewConflict(gr, "kubeadm-config", errors.New("rv"))
+	}
+	cs, _ := newFake(conflicts...)
+	runs := 0
+	e := &Engine{Client: cs.CoreV1(), Target: Target{Namespace: "kube-system", Name: "kubeadm-config"},
+		Options: Options{Timeout: 300 * time.Millisecond}}
+	res, err := e.Update(context.Background(), increment(&runs))
+	if exitcode.FromError(err) != exitcode.Conflict {
+		t.Fatalf("want exit 4, got %v", err)
+	}
+	if res.Conflicts < 2 {
+		t.Fatalf("conflicts = %d", res.Conflicts)
+	}
+}
+
+func TestUpdateUnchangedDoesNotWrite(t *testing.T) {
+	cs, updates := newFake()
+	e := &Engine{Client: cs.CoreV1(), Target: Target{Namespace: "kube-system", Name: "kubeadm-config"}}
+	res, err := e.Update(context.Background(), func(*corev1.ConfigMap) (bool, error) { return false, nil })
+	if err != nil || res.Changed || *updates != 0 {
+		t.Fatalf("changed=%v updates=%d err=%v", res.Changed, *updates, err)
+	}
+}
