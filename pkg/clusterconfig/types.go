@@ -90,22 +90,22 @@ type proxy struct {
 // the argument type.
 type clusterConfiguration[A any] struct {
 	metav1.TypeMeta             `json:",inline"`
-	Etcd                        etcd[A]           `json:"etcd,omitempty"`
-	Networking                  networking        `json:"networking,omitempty"`
-	KubernetesVersion           string            `json:"kubernetesVersion,omitempty"`
-	ControlPlaneEndpoint        string            `json:"controlPlaneEndpoint,omitempty"`
-	APIServer                   apiServer[A]      `json:"apiServer,omitempty"`
-	ControllerManager           component[A]      `json:"controllerManager,omitempty"`
-	Scheduler                   component[A]      `json:"scheduler,omitempty"`
-	DNS                         dns               `json:"dns,omitempty"`
-	Proxy                       proxy             `json:"proxy,omitempty"`
-	CertificatesDir             string            `json:"certificatesDir,omitempty"`
-	ImageRepository             string            `json:"imageRepository,omitempty"`
-	FeatureGates                map[string]bool   `json:"featureGates,omitempty"`
-	ClusterName                 string            `json:"clusterName,omitempty"`
-	EncryptionAlgorithm         string            `json:"encryptionAlgorithm,omitempty"`
-	CertificateValidityPeriod   *metav1.Duration  `json:"certificateValidityPeriod,omitempty"`
-	CACertificateValidityPeriod *metav1.Duration  `json:"caCertificateValidityPeriod,omitempty"`
+	Etcd                        etcd[A]          `json:"etcd,omitempty"`
+	Networking                  networking       `json:"networking,omitempty"`
+	KubernetesVersion           string           `json:"kubernetesVersion,omitempty"`
+	ControlPlaneEndpoint        string           `json:"controlPlaneEndpoint,omitempty"`
+	APIServer                   apiServer[A]     `json:"apiServer,omitempty"`
+	ControllerManager           component[A]     `json:"controllerManager,omitempty"`
+	Scheduler                   component[A]     `json:"scheduler,omitempty"`
+	DNS                         dns              `json:"dns,omitempty"`
+	Proxy                       proxy            `json:"proxy,omitempty"`
+	CertificatesDir             string           `json:"certificatesDir,omitempty"`
+	ImageRepository             string           `json:"imageRepository,omitempty"`
+	FeatureGates                map[string]bool  `json:"featureGates,omitempty"`
+	ClusterName                 string           `json:"clusterName,omitempty"`
+	EncryptionAlgorithm         string           `json:"encryptionAlgorithm,omitempty"`
+	CertificateValidityPeriod   *metav1.Duration `json:"certificateValidityPeriod,omitempty"`
+	CACertificateValidityPeriod *metav1.Duration `json:"caCertificateValidityPeriod,omitempty"`
 }
 
 // The v1beta3 schema: extraArgs are maps, and there are no extraEnvs.
@@ -143,16 +143,16 @@ type etcdV1beta3 struct {
 
 type clusterConfigurationV1beta3 struct {
 	metav1.TypeMeta      `json:",inline"`
-	Etcd                 etcdV1beta3       `json:"etcd,omitempty"`
-	Networking           networking        `json:"networking,omitempty"`
-	KubernetesVersion    string            `json:"kubernetesVersion,omitempty"`
-	ControlPlaneEndpoint string            `json:"controlPlaneEndpoint,omitempty"`
-	APIServer            apiServerV1beta3  `json:"apiServer,omitempty"`
-	ControllerManager    componentV1beta3  `json:"controllerManager,omitempty"`
-	Scheduler            componentV1beta3  `json:"scheduler,omitempty"`
-	DNS                  imageMeta         `json:"dns,omitempty"`
-	CertificatesDir      string            `json:"certificatesDir,omitempty"`
-	ImageRepository      string            `json:"imageRepository,omitempty"`
-	FeatureGates         map[string]bool   `json:"featureGates,omitempty"`
-	ClusterName          string            `json:"clusterName,omitempty"`
+	Etcd                 etcdV1beta3      `json:"etcd,omitempty"`
+	Networking           networking       `json:"networking,omitempty"`
+	KubernetesVersion    string           `json:"kubernetesVersion,omitempty"`
+	ControlPlaneEndpoint string           `json:"controlPlaneEndpoint,omitempty"`
+	APIServer            apiServerV1beta3 `json:"apiServer,omitempty"`
+	ControllerManager    componentV1beta3 `json:"controllerManager,omitempty"`
+	Scheduler            componentV1beta3 `json:"scheduler,omitempty"`
+	DNS                  imageMeta        `json:"dns,omitempty"`
+	CertificatesDir      string           `json:"certificatesDir,omitempty"`
+	ImageRepository      string           `json:"imageRepository,omitempty"`
+	FeatureGates         map[string]bool  `json:"featureGates,omitempty"`
+	ClusterName          string           `json:"clusterName,omitempty"`
 }

@@ -71,7 +71,9 @@ func (r *Report) Summary() string {
 		strings.Join(r.Errors[:shown], "; "), len(r.Errors)-shown)
 }
 
-func (r *Report) errorf(format string, a ...any) { r.Errors = append(r.Errors, fmt.Sprintf(format, a...)) }
+func (r *Report) errorf(format string, a ...any) {
+	r.Errors = append(r.Errors, fmt.Sprintf(format, a...))
+}
 
 func (r *Report) addFieldErrors(errs field.ErrorList) {
 	for _, e := range errs {
