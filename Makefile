@@ -2,7 +2,7 @@
 BIN      := _output/bin/kubectl-kubeadmcfg
 PREFIX   ?= $(HOME)/.local/bin
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/version.Version=$(VERSION)
+LDFLAGS  := -s -w -X github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/version.Version=$(VERSION)
 
 .PHONY: build install test test-unit test-e2e testbin demo demo-down clean
 

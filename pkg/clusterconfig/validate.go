@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -348,12 +349,18 @@ func (s *spec) validate(r *Report, opts ValidateOptions) {
 
 var encryptionAlgorithms = []string{"ECDSA-P256", "ECDSA-P384", "RSA-2048", "RSA-3072", "RSA-4096"}
 
+// The patterns kubeadm matches kubernetesVersion with. They are compiled on
+// first use: a command that never validates should not pay for them.
 var (
-	semverPattern  = regexp.MustCompile(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)([-\w.+]*)?$`)
-	prefixPattern  = regexp.MustCompile(`^((release|ci)/)?([-\w.+]+)$`)
-	versionLabel   = regexp.MustCompile(`^((latest|stable)+(-[1-9](\.[1-9](\d)?)?)?)\z`)
+	semverPattern  = lazyRegexp(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)([-\w.+]*)?$`)
+	prefixPattern  = lazyRegexp(`^((release|ci)/)?([-\w.+]+)$`)
+	versionLabel   = lazyRegexp(`^((latest|stable)+(-[1-9](\.[1-9](\d)?)?)?)\z`)
 	kubernetesPath = field.NewPath("kubernetesVersion")
 )
+
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // validateVersion checks kubernetesVersion as kubeadm normalises it. A label
 // such as stable-1 would make kubeadm ask the network; the plugin never does,
@@ -364,16 +371,16 @@ func (s *spec) validateVersion(r *Report, opts ValidateOptions) {
 		r.Warnings = append(r.Warnings, "kubernetesVersion is empty: kubeadm would resolve \"stable-1\" on the network; set it explicitly")
 		return
 	}
-	if !semverPattern.MatchString(v) {
-		m := prefixPattern.FindStringSubmatch(v)
+	if !semverPattern().MatchString(v) {
+		m := prefixPattern().FindStringSubmatch(v)
 		if m == nil {
 			r.addFieldErrors(field.ErrorList{field.Invalid(kubernetesPath, v, "invalid version")})
 			return
 		}
 		switch {
-		case semverPattern.MatchString(m[3]):
+		case semverPattern().MatchString(m[3]):
 			v = m[3]
-		case versionLabel.MatchString(m[3]):
+		case versionLabel().MatchString(m[3]):
 			r.Warnings = append(r.Warnings, fmt.Sprintf("kubernetesVersion %q is a label kubeadm resolves on the network; set an explicit version", v))
 			return
 		default:
@@ -591,7 +598,7 @@ func (s *spec) validateFeatureGates() field.ErrorList {
 
 // imageReference is distribution/reference's grammar for a repository name,
 // which kubeadm applies to "<imageRepository>/name:tag".
-var imageReference = func() *regexp.Regexp {
+var imageReference = sync.OnceValue(func() *regexp.Regexp {
 	alnum := `[a-z0-9]+`
 	sep := `(?:[._]|__|[-]+)`
 	component := alnum + `(?:` + sep + alnum + `)*`
@@ -599,10 +606,10 @@ var imageReference = func() *regexp.Regexp {
 	domain := `(?:` + domainComponent + `(?:\.` + domainComponent + `)*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?`
 	name := `(?:` + domain + `/)?` + component + `(?:/` + component + `)*`
 	return regexp.MustCompile(`^` + name + `:[\w][\w.-]{0,127}$`)
-}()
+})
 
 func validateImageRepository(repo string, p *field.Path) field.ErrorList {
-	if imageReference.MatchString(repo + "/name:tag") {
+	if imageReference().MatchString(repo + "/name:tag") {
 		return nil
 	}
 	return field.ErrorList{field.Invalid(p, repo, "invalid image repository format")}

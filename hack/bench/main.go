@@ -1,0 +1,93 @@
+// Command bench measures the plugin against its baselines on a real local
+// control plane (etcd and kube-apiserver built by hack/testbin.sh, seeded by
+// the real kubeadm) and prints tables. It is not a test: it asserts nothing.
+//
+//	go run ./hack/bench speed        # one patch: plugin process vs kubectl patch
+//	go run ./hack/bench contention   # W concurrent writers: plugin vs baselines
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: bench speed|contention [flags]")
+		os.Exit(2)
+	}
+	mode := os.Args[1]
+	fs := flag.NewFlagSet(mode, flag.ExitOnError)
+	runs := fs.Int("runs", 21, "speed: runs of each command (alternating)")
+	patches := fs.Int("k", 10, "contention: patches per writer")
+	writersFlag := fs.String("w", "1,8,32", "contention: writer counts")
+	fsync := fs.Bool("fsync", true, "run etcd with fsync, as a real cluster does")
+	_ = fs.Parse(os.Args[2:])
+
+	ctx := context.Background()
+	env, err := setup(ctx, *fsync)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+	defer env.cluster.Stop()
+	switch mode {
+	case "speed":
+		err = speed(ctx, env, *runs)
+	case "contention":
+		err = contention(ctx, env, *writersFlag, *patches)
+	default:
+		err = fmt.Errorf("unknown mode %q", mode)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+type benchEnv struct {
+	cluster *testcluster.Cluster
+	plugin  string // path of the built plugin
+	dir     string
+}
+
+func setup(ctx context.Context, fsync bool) (*benchEnv, error) {
+	root, err := testcluster.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "kubeadmcfg-bench-")
+	if err != nil {
+		return nil, err
+	}
+	plugin := filepath.Join(dir, "kubectl-kubeadmcfg")
+	// Built as released: static, stripped, trimmed.
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", plugin, "./cmd/kubectl-kubeadmcfg")
+	build.Dir, build.Stderr = root, os.Stderr
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if err := build.Run(); err != nil {
+		return nil, fmt.Errorf("build the plugin: %w", err)
+	}
+	bins, err := testcluster.FindBinaries()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	c, err := testcluster.Start(ctx, bins, testcluster.Options{Fsync: fsync})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.SeedKubeadm(ctx, ""); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return &benchEnv{cluster: c, plugin: plugin, dir: dir}, nil
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"syscall"
+	"time"
+)
+
+// speed times one patch as a whole process: the plugin against kubectl patch
+// of the same ConfigMap, alternating runs, and reports medians of wall time
+// and peak memory (max RSS).
+func speed(ctx context.Context, env *benchEnv, runs int) error {
+	kubeconfig := env.cluster.Kubeconfig
+	type sample struct {
+		wall time.Duration
+		rss  int64 // KiB
+	}
+	measure := func(name string, args ...string) (sample, error) {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		wall := time.Since(start)
+		if err != nil {
+			return sample{}, fmt.Errorf("%s: %w: %s", name, err, out)
+		}
+		rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+		return sample{wall, rss}, nil
+	}
+	var plugin, kubectl []sample
+	for i := range runs {
+		p, err := measure(env.plugin, "patch", "--set", fmt.Sprintf("apiServer.extraArgs.bench=%d", i))
+		if err != nil {
+			return err
+		}
+		k, err := measure("kubectl", "-n", "kube-system", "patch", "configmap", "kubeadm-config",
+			"--type", "merge", "-p", fmt.Sprintf(`{"metadata":{"annotations":{"bench":"%d"}}}`, i))
+		if err != nil {
+			return err
+		}
+		if i > 0 { // the first run of each warms caches
+			plugin, kubectl = append(plugin, p), append(kubectl, k)
+		}
+	}
+	median := func(xs []sample) sample {
+		walls := make([]time.Duration, len(xs))
+		rss := make([]int64, len(xs))
+		for i, x := range xs {
+			walls[i], rss[i] = x.wall, x.rss
+		}
+		slices.Sort(walls)
+		slices.Sort(rss)
+		return sample{walls[len(walls)/2], rss[len(rss)/2]}
+	}
+	p, k := median(plugin), median(kubectl)
+	fmt.Printf("one patch of kube-system/kubeadm-config, whole process, median of %d alternating runs\n\n", len(plugin))
+	fmt.Printf("| command | wall time | peak RSS |\n|---|---|---|\n")
+	fmt.Printf("| kubectl-kubeadmcfg patch --set ... | %s | %.1f MiB |\n", p.wall.Round(100*time.Microsecond), float64(p.rss)/1024)
+	fmt.Printf("| kubectl patch configmap --type merge | %s | %.1f MiB |\n", k.wall.Round(100*time.Microsecond), float64(k.rss)/1024)
+	fmt.Printf("| ratio | %.2fx | %.2fx |\n", float64(p.wall)/float64(k.wall), float64(p.rss)/float64(k.rss))
+	return nil
+}
