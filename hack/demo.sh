@@ -12,9 +12,21 @@ export KUBECONFIG
 
 step() { echo; echo "\$ $*"; "$@"; }
 
+# Backups stay inside the demo's folder.
+export KUBEADMCFG_BACKUP_DIR="${PWD}/${dir}/backups"
+
 step kubectl plugin list
 step kubectl kubeadmcfg get
 step kubectl kubeadmcfg get -o jsonpath='{.networking.podSubnet}{"\n"}'
+step kubectl kubeadmcfg validate
+
+echo; echo "# back up, patch (backed up automatically), and restore"
+step kubectl kubeadmcfg backup
+step kubectl kubeadmcfg patch --set apiServer.extraArgs.profiling=false --set 'apiServer.certSANs[+]=lb.example.com' --diff
+step kubectl kubeadmcfg patch --set apiServer.extraArgs.profiling=false
+step kubectl kubeadmcfg patch --set networking.podSubnet=10.244.0.0/33 || echo "(exit $?: refused, nothing written)"
+step kubectl kubeadmcfg backup list
+step kubectl kubeadmcfg restore --latest
 
 cat <<EOT
 

@@ -72,6 +72,7 @@ func runMain(m *testing.M) int {
 	// The plugin must never pick up the developer's own cluster or backups.
 	os.Setenv("KUBECONFIG", filepath.Join(tmp, "no-kubeconfig"))
 	os.Setenv("HOME", tmp)
+	os.Setenv("KUBEADMCFG_BACKUP_DIR", filepath.Join(tmp, "backups"))
 
 	bins, err := testcluster.FindBinaries()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -24,9 +25,10 @@ const getExample = `  # Print the ClusterConfiguration exactly as stored
 
 // GetOptions prints the stored ClusterConfiguration.
 type GetOptions struct {
-	Cluster *ClusterFlags
-	Print   *PrintFlags
-	Key     string
+	Cluster     *ClusterFlags
+	Print       *PrintFlags
+	Key         string
+	WriteConfig string
 
 	client kubernetes.Interface
 	genericiooptions.IOStreams
@@ -67,6 +69,7 @@ jsonpath or go-template it is decoded first and printed by kubectl's printers.`,
 func (o *GetOptions) AddFlags(cmd *cobra.Command) {
 	o.Print.AddFlags(cmd)
 	cmd.Flags().StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
+	cmd.Flags().StringVar(&o.WriteConfig, "write-config", o.WriteConfig, "Also write the ClusterConfiguration, as stored, to this file (atomic, 0600)")
 }
 
 // Complete builds the client.
@@ -94,6 +97,11 @@ func (o *GetOptions) Run(cmd *cobra.Command) error {
 	doc, err := engine.Document(cm, t)
 	if err != nil {
 		return err
+	}
+	if o.WriteConfig != "" {
+		if err := backup.WriteFile(o.WriteConfig, []byte(doc)); err != nil {
+			return err
+		}
 	}
 	if o.Print.Human() {
 		_, err := fmt.Fprint(o.Out, doc)

@@ -10,7 +10,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -83,19 +85,23 @@ func (f *editFlag) Set(v string) error {
 
 // PatchOptions edits the ClusterConfiguration.
 type PatchOptions struct {
-	Cluster   *ClusterFlags
-	Write     *WriteFlags
-	Print     *PrintFlags
-	PatchType string
+	Cluster     *ClusterFlags
+	Write       *WriteFlags
+	Backup      *BackupFlags
+	Print       *PrintFlags
+	PatchType   string
+	WriteConfig string
 
 	edits  []edit
 	client kubernetes.Interface
+	server string
 	genericiooptions.IOStreams
 }
 
 // NewPatchOptions returns options with defaults.
 func NewPatchOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *PatchOptions {
-	return &PatchOptions{Cluster: cluster, Write: NewWriteFlags(), Print: NewPrintFlags(), PatchType: "merge", IOStreams: streams}
+	return &PatchOptions{Cluster: cluster, Write: NewWriteFlags(), Backup: NewBackupFlags(), Print: NewPrintFlags(),
+		PatchType: "merge", IOStreams: streams}
 }
 
 // NewCmdPatch builds the patch command.
@@ -130,7 +136,9 @@ func (o *PatchOptions) AddFlags(cmd *cobra.Command) {
 	fs.VarP(&editFlag{editPatch, "PATCH", &o.edits}, "patch", "p", "A patch in JSON or YAML, of --type (repeatable)")
 	fs.Var(&editFlag{editPatchFile, "FILE", &o.edits}, "patch-file", `A file holding a patch, of --type ("-" reads stdin; repeatable)`)
 	fs.StringVar(&o.PatchType, "type", o.PatchType, "The type of the patches: merge (RFC 7386) or json (RFC 6902)")
+	fs.StringVar(&o.WriteConfig, "write-config", o.WriteConfig, "After a successful patch, also write the resulting ClusterConfiguration to this file (atomic, 0600)")
 	o.Write.AddFlags(cmd)
+	o.Backup.AddFlags(cmd, true)
 	o.Print.AddFlags(cmd)
 }
 
@@ -148,9 +156,12 @@ func (o *PatchOptions) Complete() error {
 			o.edits[i].data = data
 		}
 	}
-	cs, _, err := o.Cluster.Clientset()
-	o.client = cs
-	return err
+	cs, cfg, err := o.Cluster.Clientset()
+	if err != nil {
+		return err
+	}
+	o.client, o.server = cs, cfg.Host
+	return nil
 }
 
 func readFileOrStdin(name string, stdin io.Reader) ([]byte, error) {
@@ -203,6 +214,9 @@ func (o *PatchOptions) Validate() error {
 	if err := o.Write.Check(); err != nil {
 		return err
 	}
+	if err := o.Backup.Check(); err != nil {
+		return err
+	}
 	return o.Print.Validate()
 }
 
@@ -245,11 +259,19 @@ func (o *PatchOptions) Run(cmd *cobra.Command) error {
 		return o.report(&WriteResult{ConfigMap: eng.Target.Namespace + "/" + eng.Target.Name, Skipped: true,
 			SkipReason: reason, DryRun: o.Write.DryRun, Warnings: []string{}}, "skipped: "+reason)
 	}
+	var saved string
+	o.Backup.Attach(eng, o.server, &saved)
 	res, err := eng.UpdateDocument(ctx, o.apply, o.Write.DocumentOptions())
 	if err != nil {
 		return err
 	}
-	out := NewWriteResult(eng.Target, res, o.Write.Diff)
+	out := NewWriteResult(eng.Target, res, o.Write.Diff, "edited/"+eng.Target.Key)
+	out.Backup = saved
+	if o.WriteConfig != "" && res.DryRun == engine.DryRunNone {
+		if err := backup.WriteFile(o.WriteConfig, res.After); err != nil {
+			return err
+		}
+	}
 	return o.report(out, res.Describe(eng.Target.Name, "patched"))
 }
 
@@ -259,6 +281,9 @@ func (o *PatchOptions) report(out *WriteResult, human string) error {
 		return o.Print.Print(o.Out, out)
 	}
 	printWarnings(o.ErrOut, out.Warnings)
+	if out.Backup != "" {
+		fmt.Fprintf(o.ErrOut, "backed up the replaced document to %s\n", out.Backup)
+	}
 	if out.Diff != "" {
 		fmt.Fprint(o.Out, out.Diff)
 	}

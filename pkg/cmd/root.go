@@ -115,6 +115,8 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdGet(flags, streams),
 		NewCmdPatch(flags, streams),
 		NewCmdValidate(flags, streams),
+		NewCmdBackup(flags, streams),
+		NewCmdRestore(flags, streams),
 		NewCmdVersion(streams),
 	)
 	return root

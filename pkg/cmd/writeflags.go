@@ -155,7 +155,8 @@ type WriteResult struct {
 }
 
 // NewWriteResult fills a WriteResult from the engine's result.
-func NewWriteResult(target engine.Target, res *engine.DocumentResult, withDiff bool) *WriteResult {
+// The diff labels the new document with newLabel.
+func NewWriteResult(target engine.Target, res *engine.DocumentResult, withDiff bool, newLabel string) *WriteResult {
 	out := &WriteResult{
 		ConfigMap: target.Namespace + "/" + target.Name,
 		DryRun:    string(res.DryRun),
@@ -171,7 +172,7 @@ func NewWriteResult(target engine.Target, res *engine.DocumentResult, withDiff b
 		}
 	}
 	if withDiff {
-		out.Diff = textdiff.Unified("live/"+target.Key, "edited/"+target.Key, res.Before, res.After)
+		out.Diff = textdiff.Unified("live/"+target.Key, newLabel, res.Before, res.After)
 	}
 	return out
 }

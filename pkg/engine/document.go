@@ -62,26 +62,52 @@ func (e *Engine) UpdateDocument(ctx context.Context, edit Edit, opts DocumentOpt
 		if edited.Equal(doc) {
 			return false, nil
 		}
-		data := edited.Marshal()
-		if opts.Validation != ValidationIgnore {
-			report := clusterconfig.Validate(data, opts.Validate)
-			out.Warnings = append(out.Warnings, report.Warnings...)
-			if !report.Valid() {
-				if opts.Validation == ValidationStrict {
-					return false, exitcode.Invalidf("the result would be invalid, nothing was written: %s", report.Summary())
-				}
-				out.Warnings = append(out.Warnings, report.Errors...)
-			}
-		}
-		out.After = data
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		cm.Data[e.Target.Key] = string(data)
-		return true, nil
+		return true, e.store(cm, edited.Marshal(), opts, out)
 	})
 	out.Result = res
 	return out, err
+}
+
+// ReplaceDocument writes data, byte for byte, as the document under
+// Target.Key (restore). check runs on every freshly read copy before the
+// write, so a precondition is checked against the document actually
+// replaced, even after a conflict.
+func (e *Engine) ReplaceDocument(ctx context.Context, data []byte, check func(cm *corev1.ConfigMap) error, opts DocumentOptions) (*DocumentResult, error) {
+	out := &DocumentResult{}
+	res, err := e.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
+		out.Warnings = nil
+		raw := cm.Data[e.Target.Key]
+		out.Before, out.After = []byte(raw), []byte(raw)
+		if err := check(cm); err != nil {
+			return false, err
+		}
+		if raw == string(data) {
+			return false, nil
+		}
+		return true, e.store(cm, data, opts, out)
+	})
+	out.Result = res
+	return out, err
+}
+
+// store validates data and puts it in cm.
+func (e *Engine) store(cm *corev1.ConfigMap, data []byte, opts DocumentOptions, out *DocumentResult) error {
+	if opts.Validation != ValidationIgnore {
+		report := clusterconfig.Validate(data, opts.Validate)
+		out.Warnings = append(out.Warnings, report.Warnings...)
+		if !report.Valid() {
+			if opts.Validation == ValidationStrict {
+				return exitcode.Invalidf("the result would be invalid, nothing was written: %s", report.Summary())
+			}
+			out.Warnings = append(out.Warnings, report.Errors...)
+		}
+	}
+	out.After = data
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[e.Target.Key] = string(data)
+	return nil
 }
 
 // Describe is the one-line human summary of a document write, such as
