@@ -28,6 +28,20 @@ step kubectl kubeadmcfg patch --set networking.podSubnet=10.244.0.0/33 || echo "
 step kubectl kubeadmcfg backup list
 step kubectl kubeadmcfg restore --latest
 
+echo; echo "# an upgrade that gets stuck on the second master, is forced to failed, and is retried"
+step kubectl kubeadmcfg upgrade-start --to v1.37.3
+for state in downloading-images downloaded-images upgrading-networking upgraded-networking upgrading-storage \
+	upgraded-storage upgrading-first-master upgraded-first-master upgrading-second-master; do
+	kubectl kubeadmcfg upgrade-set "${state}" >/dev/null
+done
+step kubectl kubeadmcfg upgrade-host controller-1 upgrading-control-plane
+step kubectl kubeadmcfg upgrade-status
+step kubectl kubeadmcfg upgrade-fail --reason "kubeadm upgrade node failed on controller-1"
+step kubectl kubeadmcfg upgrade-set upgraded-second-master --expect upgrading-second-master || echo "(exit $?: a late report cannot overwrite the failure)"
+step kubectl kubeadmcfg upgrade-set upgrading-second-master
+step kubectl kubeadmcfg upgrade-host controller-1 upgrading-control-plane
+step kubectl kubeadmcfg upgrade-status
+
 cat <<EOT
 
 The control plane keeps running. Point kubectl at it with:

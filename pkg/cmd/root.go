@@ -119,6 +119,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdRestore(flags, streams),
 		NewCmdVersion(streams),
 	)
+	root.AddCommand(NewCmdUpgrade(flags, streams)...)
 	return root
 }
 

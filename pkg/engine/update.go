@@ -84,6 +84,51 @@ var backoff = wait.Backoff{Duration: 5 * time.Millisecond, Factor: 2, Jitter: 1,
 // are retried too, until Options.Timeout. Forbidden, not found and invalid
 // are returned at once.
 func (e *Engine) Update(ctx context.Context, mutate Mutate) (*Result, error) {
+	res := &Result{DryRun: e.Options.DryRun}
+	err := e.retry(ctx, res, func(ctx context.Context) (bool, error) { return e.attempt(ctx, mutate, res) })
+	return res, err
+}
+
+// Delete removes the ConfigMap once check accepts the freshly read copy,
+// with the resourceVersion and uid it read as preconditions: a concurrent
+// change makes the delete conflict, and check runs again on the newer copy.
+func (e *Engine) Delete(ctx context.Context, check func(cm *corev1.ConfigMap) error) (*Result, error) {
+	res := &Result{DryRun: e.Options.DryRun}
+	err := e.retry(ctx, res, func(ctx context.Context) (bool, error) {
+		cms := e.Client.ConfigMaps(e.Target.Namespace)
+		current, err := cms.Get(ctx, e.Target.Name, metav1.GetOptions{})
+		if err != nil {
+			return !IsRetryable(err) || ctx.Err() != nil, APIError(err, "get", e.Target.String())
+		}
+		res.Old = current
+		if err := check(current); err != nil {
+			return true, err
+		}
+		res.Changed = true
+		if e.Options.DryRun == DryRunClient {
+			return true, nil
+		}
+		var dryRun []string
+		if e.Options.DryRun == DryRunServer {
+			dryRun = []string{metav1.DryRunAll}
+		}
+		err = cms.Delete(ctx, e.Target.Name, metav1.DeleteOptions{
+			DryRun:        dryRun,
+			Preconditions: &metav1.Preconditions{UID: &current.UID, ResourceVersion: &current.ResourceVersion},
+		})
+		if err != nil {
+			return !IsRetryable(err) || ctx.Err() != nil, APIError(err, "delete", e.Target.String())
+		}
+		return true, nil
+	})
+	return res, err
+}
+
+// retry runs attempt until it is done, waiting between attempts: the server's
+// Retry-After when it gives one, otherwise jittered exponential backoff, and
+// on a conflict the Coordinator's turn when there is one. It gives up when
+// Options.Timeout runs out.
+func (e *Engine) retry(ctx context.Context, res *Result, attempt func(context.Context) (bool, error)) error {
 	timeout := e.Options.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
@@ -91,7 +136,6 @@ func (e *Engine) Update(ctx context.Context, mutate Mutate) (*Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	res := &Result{DryRun: e.Options.DryRun}
 	delays := backoff
 	var lastErr error
 	var release func()
@@ -102,13 +146,13 @@ func (e *Engine) Update(ctx context.Context, mutate Mutate) (*Result, error) {
 	}()
 	for {
 		res.Attempts++
-		done, err := e.attempt(ctx, mutate, res)
+		done, err := attempt(ctx)
 		if release != nil {
 			release()
 			release = nil
 		}
 		if done {
-			return res, err
+			return err
 		}
 		lastErr = err
 		if apierrors.IsConflict(err) {
@@ -132,7 +176,7 @@ func (e *Engine) Update(ctx context.Context, mutate Mutate) (*Result, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return res, e.gaveUp(res, timeout, lastErr)
+			return e.gaveUp(res, timeout, lastErr)
 		case <-time.After(wait):
 		}
 	}
@@ -215,3 +259,4 @@ func (r *Result) String() string {
 	}
 	return fmt.Sprintf("(resourceVersion %s -> %s, %s)", r.Old.ResourceVersion, r.New.ResourceVersion, attempts)
 }
+
