@@ -4,7 +4,7 @@ PREFIX   ?= $(HOME)/.local/bin
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/version.Version=$(VERSION)
 
-.PHONY: build install test test-unit test-e2e testbin demo demo-down clean
+.PHONY: build install test test-unit testbin demo demo-down bench clean
 
 build: ## Build the plugin binary into _output/bin
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kubectl-kubeadmcfg
@@ -26,6 +26,10 @@ demo: build testbin ## Start a local control plane and run the plugin against it
 
 demo-down: ## Stop the demo's control plane
 	go run ./hack/localcluster down --dir _output/demo
+
+bench: testbin ## Contention and speed benchmarks on a real control plane (prints tables)
+	go run ./hack/bench contention
+	go run ./hack/bench speed
 
 clean: demo-down ## Remove build output (keeps the built control-plane binaries)
 	rm -rf _output/bin _output/demo dist

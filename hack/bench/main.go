@@ -28,6 +28,7 @@ func main() {
 	runs := fs.Int("runs", 21, "speed: runs of each command (alternating)")
 	patches := fs.Int("k", 10, "contention: patches per writer")
 	writersFlag := fs.String("w", "1,8,32", "contention: writer counts")
+	formsFlag := fs.String("forms", "", "contention: comma-separated form numbers to run (1 plugin processes, 2 engine, 3 naive, 4 DefaultRetry); empty runs all")
 	fsync := fs.Bool("fsync", true, "run etcd with fsync, as a real cluster does")
 	_ = fs.Parse(os.Args[2:])
 
@@ -42,7 +43,7 @@ func main() {
 	case "speed":
 		err = speed(ctx, env, *runs)
 	case "contention":
-		err = contention(ctx, env, *writersFlag, *patches)
+		err = contention(ctx, env, *writersFlag, *formsFlag, *patches)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}

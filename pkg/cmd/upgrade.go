@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/queue"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
@@ -31,6 +32,8 @@ type UpgradeFlags struct {
 	StateConfigMap string
 	Identity       string
 	Timeout        time.Duration
+	Queue          bool
+	QueueTTL       time.Duration
 
 	client kubernetes.Interface
 	genericiooptions.IOStreams
@@ -39,7 +42,7 @@ type UpgradeFlags struct {
 func newUpgradeFlags(cluster *ClusterFlags, streams genericiooptions.IOStreams) *UpgradeFlags {
 	host, _ := os.Hostname()
 	return &UpgradeFlags{Cluster: cluster, Print: NewPrintFlags(), StateConfigMap: "kubeadmcfg-upgrade",
-		Identity: host, Timeout: 30 * time.Second, IOStreams: streams}
+		Identity: host, Timeout: 30 * time.Second, Queue: true, QueueTTL: queue.DefaultTTL, IOStreams: streams}
 }
 
 func (f *UpgradeFlags) addFlags(cmd *cobra.Command, writes bool) {
@@ -47,6 +50,7 @@ func (f *UpgradeFlags) addFlags(cmd *cobra.Command, writes bool) {
 	if writes {
 		cmd.Flags().StringVar(&f.Identity, "identity", f.Identity, "Who is making the change, recorded in the history")
 		cmd.Flags().DurationVar(&f.Timeout, "timeout", f.Timeout, "Give up (exit 4) if the write has not succeeded within this time")
+		addQueueFlags(cmd, &f.Queue, &f.QueueTTL)
 	}
 	f.Print.AddFlags(cmd)
 }
@@ -57,6 +61,9 @@ func (f *UpgradeFlags) complete() error {
 	}
 	if f.Timeout <= 0 {
 		return exitcode.Usagef("--timeout must be positive, not %s", f.Timeout)
+	}
+	if f.QueueTTL < time.Second {
+		return exitcode.Usagef("--queue-ttl must be at least 1s, not %s", f.QueueTTL)
 	}
 	if err := f.Print.Validate(); err != nil {
 		return err
@@ -72,7 +79,8 @@ func (f *UpgradeFlags) target() engine.Target {
 
 func (f *UpgradeFlags) engine() *engine.Engine {
 	return &engine.Engine{Client: f.client.CoreV1(), Target: f.target(),
-		Options: engine.Options{Timeout: f.Timeout, FieldManager: "kubectl-kubeadmcfg", CreateIfMissing: true}}
+		Options: engine.Options{Timeout: f.Timeout, FieldManager: "kubectl-kubeadmcfg", CreateIfMissing: true,
+			Coordinator: newCoordinator(f.Queue, f.QueueTTL, f.client, f.target())}}
 }
 
 func (f *UpgradeFlags) clock() upgrade.Clock { return upgrade.Clock{Now: time.Now(), By: f.Identity} }

@@ -14,6 +14,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/queue"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/textdiff"
 )
 
@@ -28,6 +29,8 @@ type WriteFlags struct {
 	IfLeader       string
 	Identity       string
 	Key            string
+	Queue          bool
+	QueueTTL       time.Duration
 }
 
 // NewWriteFlags returns the defaults.
@@ -41,6 +44,8 @@ func NewWriteFlags() *WriteFlags {
 		KubeadmVersion: clusterconfig.DefaultKubeadmVersion,
 		Identity:       host,
 		Key:            engine.DefaultKey,
+		Queue:          true,
+		QueueTTL:       queue.DefaultTTL,
 	}
 }
 
@@ -57,6 +62,23 @@ func (f *WriteFlags) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&f.IfLeader, "if-leader", f.IfLeader, "Write only if --identity holds this coordination.k8s.io Lease (NAMESPACE/NAME); otherwise exit 0 as skipped")
 	fs.StringVar(&f.Identity, "identity", f.Identity, "Identity matched against the --if-leader Lease's holder (exactly, or as IDENTITY_<suffix>)")
 	fs.StringVar(&f.Key, "key", f.Key, "ConfigMap key that holds the ClusterConfiguration")
+	addQueueFlags(cmd, &f.Queue, &f.QueueTTL)
+}
+
+// addQueueFlags binds the flags of the write queue.
+func addQueueFlags(cmd *cobra.Command, enabled *bool, ttl *time.Duration) {
+	cmd.Flags().BoolVar(enabled, "queue", *enabled, "After a conflict, wait for a turn in a fair queue of writers (coordination.k8s.io Leases) instead of retrying blindly")
+	cmd.Flags().DurationVar(ttl, "queue-ttl", *ttl, "How long a queued writer's Lease may go unrenewed before the others take the writer for dead")
+}
+
+// newCoordinator returns the write queue for a ConfigMap, or nil.
+func newCoordinator(enabled bool, ttl time.Duration, client kubernetes.Interface, t engine.Target) engine.Coordinator {
+	if !enabled {
+		return nil
+	}
+	host, _ := os.Hostname()
+	return &queue.Queue{Client: client.CoordinationV1(), Namespace: t.Namespace, Name: t.Name,
+		Identity: fmt.Sprintf("%s/%d", host, os.Getpid()), TTL: ttl}
 }
 
 // Check validates the flag values; it does no I/O.
@@ -78,6 +100,9 @@ func (f *WriteFlags) Check() error {
 	if f.Timeout <= 0 {
 		return exitcode.Usagef("--timeout must be positive, not %s", f.Timeout)
 	}
+	if f.QueueTTL < time.Second {
+		return exitcode.Usagef("--queue-ttl must be at least 1s, not %s", f.QueueTTL)
+	}
 	if strings.TrimSpace(f.Key) == "" {
 		return exitcode.Usagef("--key must not be empty")
 	}
@@ -98,13 +123,15 @@ func (f *WriteFlags) Check() error {
 
 // Engine builds the write engine for the command's target.
 func (f *WriteFlags) Engine(client kubernetes.Interface, cluster *ClusterFlags) *engine.Engine {
+	t := engine.Target{Namespace: cluster.Namespace(), Name: cluster.ConfigMap, Key: f.Key}
 	return &engine.Engine{
 		Client: client.CoreV1(),
-		Target: engine.Target{Namespace: cluster.Namespace(), Name: cluster.ConfigMap, Key: f.Key},
+		Target: t,
 		Options: engine.Options{
 			Timeout:      f.Timeout,
 			DryRun:       engine.DryRun(f.DryRun),
 			FieldManager: f.FieldManager,
+			Coordinator:  newCoordinator(f.Queue && f.DryRun == string(engine.DryRunNone), f.QueueTTL, client, t),
 		},
 	}
 }
@@ -149,6 +176,7 @@ type WriteResult struct {
 	NewResourceVersion string   `json:"newResourceVersion,omitempty"`
 	Attempts           int      `json:"attempts"`
 	Conflicts          int      `json:"conflicts"`
+	Queued             bool     `json:"queued"`
 	Warnings           []string `json:"warnings"`
 	Backup             string   `json:"backup,omitempty"`
 	Diff               string   `json:"diff,omitempty"`
@@ -163,7 +191,10 @@ func NewWriteResult(target engine.Target, res *engine.DocumentResult, withDiff b
 		Warnings:  append([]string{}, res.Warnings...),
 	}
 	if res.Result != nil {
-		out.Changed, out.Attempts, out.Conflicts = res.Changed, res.Attempts, res.Conflicts
+		out.Changed, out.Attempts, out.Conflicts, out.Queued = res.Changed, res.Attempts, res.Conflicts, res.Queued
+		if res.QueueError != nil {
+			out.Warnings = append(out.Warnings, "the write queue could not be used, retried with backoff instead: "+res.QueueError.Error())
+		}
 		if res.Old != nil {
 			out.OldResourceVersion = res.Old.ResourceVersion
 		}

@@ -50,12 +50,17 @@ type Options struct {
 	Coordinator Coordinator
 }
 
-// Coordinator is how a writer that lost a compare-and-swap waits for its
-// turn. Acquire blocks until the writer may try again; the returned release
-// must be called after that attempt.
+// Coordinator is how writers that contend take turns. Acquire blocks until
+// the writer may try; the returned release must be called when it is done.
+// Busy reports whether writers are already waiting: a newcomer then joins
+// them instead of cutting in with an optimistic write.
 type Coordinator interface {
 	Acquire(ctx context.Context) (release func(), err error)
+	Busy(ctx context.Context) bool
 }
+
+// errQueueBusy makes a first attempt give way to writers already queued.
+var errQueueBusy = apierrors.NewConflict(corev1.Resource("configmaps"), "", errors.New("writers are queued"))
 
 // Result reports a write.
 type Result struct {
@@ -66,6 +71,10 @@ type Result struct {
 	New       *corev1.ConfigMap // what was written (or would have been)
 	Attempts  int
 	Conflicts int
+	// Queued is true when the write waited for its turn in the queue.
+	Queued bool
+	// QueueError is why the queue could not be used, when it could not.
+	QueueError error
 }
 
 // Engine writes one ConfigMap with compare-and-swap.
@@ -85,7 +94,19 @@ var backoff = wait.Backoff{Duration: 5 * time.Millisecond, Factor: 2, Jitter: 1,
 // are returned at once.
 func (e *Engine) Update(ctx context.Context, mutate Mutate) (*Result, error) {
 	res := &Result{DryRun: e.Options.DryRun}
-	err := e.retry(ctx, res, func(ctx context.Context) (bool, error) { return e.attempt(ctx, mutate, res) })
+	// While the first read is under way, ask whether writers are queued; if
+	// they are, the first attempt writes nothing and queues behind them.
+	var busy <-chan bool
+	if c := e.Options.Coordinator; c != nil && e.Options.DryRun == DryRunNone {
+		ch := make(chan bool, 1)
+		go func() { ch <- c.Busy(ctx) }()
+		busy = ch
+	}
+	err := e.retry(ctx, res, func(ctx context.Context) (bool, error) {
+		gate := busy
+		busy = nil // only the first attempt gives way
+		return e.attempt(ctx, mutate, res, gate)
+	})
 	return res, err
 }
 
@@ -137,6 +158,7 @@ func (e *Engine) retry(ctx context.Context, res *Result, attempt func(context.Co
 	defer cancel()
 
 	delays := backoff
+	coordinator := e.Options.Coordinator
 	var lastErr error
 	var release func()
 	defer func() {
@@ -147,32 +169,38 @@ func (e *Engine) retry(ctx context.Context, res *Result, attempt func(context.Co
 	for {
 		res.Attempts++
 		done, err := attempt(ctx)
-		if release != nil {
-			release()
-			release = nil
-		}
 		if done {
 			return err
 		}
 		lastErr = err
-		if apierrors.IsConflict(err) {
+		conflict := apierrors.IsConflict(err)
+		if conflict {
 			res.Conflicts++
 		}
-		var wait time.Duration
-		if seconds, ok := apierrors.SuggestsClientDelay(err); ok {
-			wait = time.Duration(seconds) * time.Second
-		} else {
-			wait = delays.Step() // jittered, growing to the cap
-		}
-		if apierrors.IsConflict(err) && e.Options.Coordinator != nil {
-			// Take a turn instead of colliding again.
-			release, err = e.Options.Coordinator.Acquire(ctx)
-			if err == nil {
+		if conflict && coordinator != nil && release == nil {
+			// Take a turn instead of colliding again, and keep it until done.
+			var qerr error
+			if release, qerr = coordinator.Acquire(ctx); qerr == nil {
+				res.Queued = true
 				continue
 			}
-			if ctx.Err() == nil {
-				lastErr = err
+			if ctx.Err() != nil {
+				return e.gaveUp(res, timeout, lastErr)
 			}
+			// The queue is unusable (no rights on Leases, say): fall back to
+			// backoff alone, which is slower but still safe.
+			res.QueueError = qerr
+			coordinator = nil
+		}
+		var wait time.Duration
+		switch seconds, ok := apierrors.SuggestsClientDelay(err); {
+		case ok:
+			wait = time.Duration(seconds) * time.Second
+		case conflict && release != nil:
+			// Our turn, but a writer outside the queue got in first.
+			wait = wait2ms()
+		default:
+			wait = delays.Step() // jittered, growing to the cap
 		}
 		select {
 		case <-ctx.Done():
@@ -182,9 +210,11 @@ func (e *Engine) retry(ctx context.Context, res *Result, attempt func(context.Co
 	}
 }
 
+func wait2ms() time.Duration { return wait.Jitter(2*time.Millisecond, 1) }
+
 // attempt makes one read-mutate-write pass. done is false when the error is
 // worth another attempt.
-func (e *Engine) attempt(ctx context.Context, mutate Mutate, res *Result) (done bool, err error) {
+func (e *Engine) attempt(ctx context.Context, mutate Mutate, res *Result, busy <-chan bool) (done bool, err error) {
 	cms := e.Client.ConfigMaps(e.Target.Namespace)
 	current, err := cms.Get(ctx, e.Target.Name, metav1.GetOptions{})
 	missing := apierrors.IsNotFound(err) && e.Options.CreateIfMissing
@@ -207,6 +237,9 @@ func (e *Engine) attempt(ctx context.Context, mutate Mutate, res *Result) (done 
 	res.New = work
 	if e.Options.DryRun == DryRunClient {
 		return true, nil
+	}
+	if busy != nil && <-busy {
+		return false, errQueueBusy
 	}
 	if e.Options.BeforeWrite != nil && !missing && e.Options.DryRun != DryRunServer {
 		if err := e.Options.BeforeWrite(ctx, current); err != nil {
@@ -259,4 +292,3 @@ func (r *Result) String() string {
 	}
 	return fmt.Sprintf("(resourceVersion %s -> %s, %s)", r.Old.ResourceVersion, r.New.ResourceVersion, attempts)
 }
-
