@@ -32,25 +32,27 @@ func main() {
 	fsync := fs.Bool("fsync", true, "run etcd with fsync, as a real cluster does")
 	_ = fs.Parse(os.Args[2:])
 
-	ctx := context.Background()
-	env, err := setup(ctx, *fsync)
-	if err != nil {
+	if err := run(mode, *fsync, *runs, *writersFlag, *formsFlag, *patches); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
+	}
+}
+
+func run(mode string, fsync bool, runs int, writers, forms string, patches int) error {
+	ctx := context.Background()
+	env, err := setup(ctx, fsync)
+	if err != nil {
+		return err
 	}
 	defer env.cluster.Stop()
+	defer os.RemoveAll(env.dir)
 	switch mode {
 	case "speed":
-		err = speed(ctx, env, *runs)
+		return speed(ctx, env, runs)
 	case "contention":
-		err = contention(ctx, env, *writersFlag, *formsFlag, *patches)
-	default:
-		err = fmt.Errorf("unknown mode %q", mode)
+		return contention(ctx, env, writers, forms, patches)
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
+	return fmt.Errorf("unknown mode %q", mode)
 }
 
 type benchEnv struct {

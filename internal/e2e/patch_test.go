@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,10 +41,9 @@ func kubeadmValidate(t *testing.T, doc []byte) (bool, string) {
 		args = append(args, "--allow-experimental-api")
 	}
 	out, err := exec.Command("unshare", args...).CombinedOutput()
-	if err != nil {
-		if _, ok := err.(*exec.ExitError); !ok {
-			t.Fatalf("run kubeadm: %v: %s", err, out)
-		}
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		t.Fatalf("run kubeadm: %v: %s", err, out)
 	}
 	return err == nil, string(out)
 }

@@ -317,7 +317,7 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		req.Header.Set("Authorization", "Bearer "+c.AdminToken)
 		resp, err := client.Do(req)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
@@ -425,7 +425,7 @@ func freePorts(n int) ([]int, error) {
 	var listeners []net.Listener
 	defer func() {
 		for _, l := range listeners {
-			l.Close()
+			_ = l.Close()
 		}
 	}()
 	for range n {

@@ -172,19 +172,7 @@ func writeAtomic(dir, final string, content []byte) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
+	if err := errors.Join(tmp.Chmod(0o600), writeAll(tmp, content), tmp.Sync(), tmp.Close()); err != nil {
 		return err
 	}
 	// A link, not a rename: it fails instead of replacing an existing file.

@@ -57,8 +57,8 @@ func ParsePath(s string) (Path, error) {
 	i := 0
 	expectKey := true
 	for i < len(s) {
-		switch c := s[i]; {
-		case c == '[':
+		switch c := s[i]; c {
+		case '[':
 			end, step, err := parseBracket(s, i)
 			if err != "" {
 				return bad(err)
@@ -66,7 +66,7 @@ func ParsePath(s string) (Path, error) {
 			p = append(p, step)
 			i = end
 			expectKey = false
-		case c == '.':
+		case '.':
 			if expectKey {
 				return bad("empty key")
 			}
@@ -75,7 +75,7 @@ func ParsePath(s string) (Path, error) {
 			if i == len(s) {
 				return bad("path ends with '.'")
 			}
-		case c == ']':
+		case ']':
 			return bad("unexpected ']'")
 		default:
 			if !expectKey {

@@ -271,7 +271,8 @@ func (e *Engine) attempt(ctx context.Context, mutate Mutate, res *Result, busy <
 // gaveUp explains a write that ran out of time.
 func (e *Engine) gaveUp(res *Result, timeout time.Duration, last error) error {
 	var typed *exitcode.Error
-	if last != nil && !apierrors.IsConflict(last) && !(errors.As(last, &typed) && typed.Code == exitcode.Conflict) {
+	conflict := apierrors.IsConflict(last) || (errors.As(last, &typed) && typed.Code == exitcode.Conflict)
+	if last != nil && !conflict {
 		return exitcode.Failuref("gave up on %s after %d attempts in %s: %w", e.Target, res.Attempts, timeout, last)
 	}
 	return exitcode.Conflictf("gave up on %s after %d attempts in %s (%d conflicts with other writers); nothing was written by this command, retry or raise --timeout",

@@ -34,7 +34,7 @@ func TestFromError(t *testing.T) {
 }
 
 func TestMessageIsOneLine(t *testing.T) {
-	got := Message(errors.New("first line\n  second   line\n"))
+	got := Message(fmt.Errorf("first line\n  second   line%s", "\n"))
 	if want := "first line; second line"; got != want {
 		t.Fatalf("Message = %q, want %q", got, want)
 	}

@@ -77,7 +77,7 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 	leases := q.Client.Leases(q.Namespace)
 	ttl := q.ttl()
 	now := metav1.NowMicro()
-	seconds := int32(max(1, ttl/time.Second))
+	seconds := int32(min(max(ttl/time.Second, 1), 3600))
 	mine, err := leases.Create(ctx, &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: "kubeadmcfg-turn-" + q.Name + "-",
