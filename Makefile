@@ -4,13 +4,13 @@ PREFIX   ?= $(HOME)/.local/bin
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/version.Version=$(VERSION)
 
-.PHONY: build install test test-unit testbin demo demo-down bench clean
+.PHONY: build install test test-unit testbin demo demo-down bench lint verify docs dist fuzz clean
 
 build: ## Build the plugin binary into _output/bin
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kubectl-kubeadmcfg
 
-install: build ## Put the plugin where kubectl finds it (PREFIX, default ~/.local/bin)
-	install -d $(PREFIX) && install -m 0755 $(BIN) $(PREFIX)/
+install: build ## Put the plugin and its completion helper where kubectl finds them (PREFIX, default ~/.local/bin)
+	install -d $(PREFIX) && install -m 0755 $(BIN) kubectl_complete-kubeadmcfg $(PREFIX)/
 
 testbin: ## Build etcd, kube-apiserver and kubeadm for the tests (first run only)
 	hack/testbin.sh
@@ -30,6 +30,18 @@ demo-down: ## Stop the demo's control plane
 bench: testbin ## Contention and speed benchmarks on a real control plane (prints tables)
 	go run ./hack/bench contention
 	go run ./hack/bench speed
+
+lint: ## golangci-lint (version pinned in hack/tools/lint)
+	$$(hack/tools.sh golangci-lint) run ./...
+
+verify: ## gofmt, vet, lint, tidy go.mod files, krew manifest, command reference
+	hack/verify.sh
+
+docs: ## Regenerate the command reference in docs/commands
+	rm -rf docs/commands && cd hack/tools/docs && go run . ../../../docs/commands
+
+dist: ## Release archives for every platform, offline snapshot (goreleaser pinned in hack/tools/release)
+	hack/dist.sh
 
 clean: demo-down ## Remove build output (keeps the built control-plane binaries)
 	rm -rf _output/bin _output/demo dist

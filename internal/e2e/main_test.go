@@ -68,6 +68,14 @@ func runMain(m *testing.M) int {
 	if err := build.Run(); err != nil {
 		return fail(fmt.Errorf("build the plugin: %w", err))
 	}
+	// The completion helper is installed beside the binary, as make install does.
+	helper, err := os.ReadFile(filepath.Join(root, "kubectl_complete-kubeadmcfg"))
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.binDir, "kubectl_complete-kubeadmcfg"), helper, 0o755); err != nil {
+		return fail(err)
+	}
 	os.Setenv("PATH", s.binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	// The plugin must never pick up the developer's own cluster or backups.
 	os.Setenv("KUBECONFIG", filepath.Join(tmp, "no-kubeconfig"))

@@ -487,3 +487,46 @@ func typeName(v any) string {
 	}
 	return fmt.Sprintf("%T", v)
 }
+
+// FieldPaths lists the field paths of the v1beta4 schema, for shell
+// completion: every mapping key, with [+] on lists, and NAME placeholders
+// for component arguments left to the user.
+func FieldPaths() []string {
+	var out []string
+	var walk func(t reflect.Type, prefix string, depth int)
+	walk = func(t reflect.Type, prefix string, depth int) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || t == reflect.TypeFor[metav1.Duration]() || depth > 4 {
+			return
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.Anonymous && tag == "" {
+				walk(f.Type, prefix, depth)
+				continue
+			}
+			if tag == "" || tag == "-" || tag == "apiVersion" || tag == "kind" {
+				continue
+			}
+			path := prefix + tag
+			ft := f.Type
+			switch {
+			case tag == "extraArgs":
+				out = append(out, path+".")
+			case ft.Kind() == reflect.Slice:
+				out = append(out, path, path+"[+]")
+			case ft.Kind() == reflect.Map:
+				out = append(out, path+"[\"")
+			default:
+				out = append(out, path)
+				walk(ft, path+".", depth+1)
+			}
+		}
+	}
+	walk(schemaType(V1beta4), "", 0)
+	slices.Sort(out)
+	return out
+}

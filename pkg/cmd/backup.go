@@ -135,7 +135,7 @@ func newBackupStoreOptions(streams genericiooptions.IOStreams) *backupStoreOptio
 }
 
 func (o *backupStoreOptions) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.Backup.Dir, "backup-dir", o.Backup.Dir, "Directory of backups")
+	cmd.Flags().StringVar(&o.Backup.Dir, "backup-dir", o.Backup.Dir, backupDirHelp)
 	o.Print.AddFlags(cmd)
 }
 
@@ -221,6 +221,7 @@ ClusterConfiguration. Exit 3 naming what is wrong.`,
 			return o.verify(args, clusterconfig.ValidateOptions{KubeadmVersion: kubeadmVersion})
 		},
 	}
+	cmd.ValidArgsFunction = completeBackupNames(o.Backup)
 	cmd.Flags().BoolVar(&all, "all", all, "Verify every backup in --backup-dir")
 	cmd.Flags().StringVar(&kubeadmVersion, "kubeadm-version", kubeadmVersion, "Release of kubeadm whose rules validation applies")
 	o.addFlags(cmd)

@@ -23,32 +23,36 @@ type BackupFlags struct {
 
 // NewBackupFlags returns the defaults.
 func NewBackupFlags() *BackupFlags {
-	return &BackupFlags{Dir: backup.DefaultDir(), Keep: 50}
+	return &BackupFlags{Keep: 50}
 }
 
 // AddFlags binds --backup-dir and --keep; withNoBackup adds --no-backup for
 // commands whose backup is automatic.
 func (f *BackupFlags) AddFlags(cmd *cobra.Command, withNoBackup bool) {
-	cmd.Flags().StringVar(&f.Dir, "backup-dir", f.Dir, "Directory of backups (default $KUBEADMCFG_BACKUP_DIR, else /etc/kubernetes/kubeadmcfg/backups as root, else $XDG_STATE_HOME/kubeadmcfg/backups)")
+	cmd.Flags().StringVar(&f.Dir, "backup-dir", f.Dir, backupDirHelp)
 	cmd.Flags().IntVar(&f.Keep, "keep", f.Keep, "Keep this many backups in --backup-dir, removing the oldest the plugin wrote")
 	if withNoBackup {
 		cmd.Flags().BoolVar(&f.NoBackup, "no-backup", f.NoBackup, "Do not back up the document before replacing it")
 	}
 }
 
+const backupDirHelp = "Directory of backups (default: $KUBEADMCFG_BACKUP_DIR, else /etc/kubernetes/kubeadmcfg/backups as root, else $XDG_STATE_HOME/kubeadmcfg/backups)"
+
 // Check validates the flags.
 func (f *BackupFlags) Check() error {
 	if f.Keep < 1 {
 		return exitcode.Usagef("--keep must be at least 1, not %d", f.Keep)
 	}
-	if f.Dir == "" {
-		return exitcode.Usagef("--backup-dir must not be empty")
-	}
 	return nil
 }
 
-// Store returns the backup store.
-func (f *BackupFlags) Store() *backup.Store { return &backup.Store{Dir: f.Dir} }
+// Store returns the backup store in --backup-dir, or the default directory.
+func (f *BackupFlags) Store() *backup.Store {
+	if f.Dir == "" {
+		return &backup.Store{Dir: backup.DefaultDir()}
+	}
+	return &backup.Store{Dir: f.Dir}
+}
 
 // Save backs up the document under key of cm, then prunes.
 func (f *BackupFlags) Save(cm *corev1.ConfigMap, key, server string) (*backup.Backup, error) {

@@ -43,7 +43,7 @@ const restoreExample = `  # Restore the newest backup, showing the diff first
   kubectl kubeadmcfg restore 20261129T191500.123456789Z-kubeadm-config-rv812-1a2b3c4d.yaml --dry-run=server
 
   # Write a kubeadm config file for regenerating this node's static pods
-  kubectl kubeadmcfg restore --latest --to-file /root/kubeadm.yaml --node-name controller-0 --advertise-address 192.0.2.10`
+  kubectl kubeadmcfg restore --latest --to-file ./kubeadm.yaml --node-name controller-0 --advertise-address 192.0.2.10`
 
 // RestoreOptions restores a backup.
 type RestoreOptions struct {
@@ -89,6 +89,12 @@ func NewCmdRestore(cluster *ClusterFlags, streams genericiooptions.IOStreams) *c
 			}
 			return o.Run(cmd)
 		},
+	}
+	cmd.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return completeBackupNames(o.Backup)(c, args, toComplete)
 	}
 	fs := cmd.Flags()
 	fs.BoolVar(&o.Latest, "latest", o.Latest, "Restore the newest backup of this ConfigMap")
@@ -240,8 +246,8 @@ func (o *RestoreOptions) report(out *RestoreResult, human string) error {
 	if !o.Print.Human() {
 		return o.Print.Print(o.Out, out)
 	}
-	if out.WriteResult.Backup != "" {
-		fmt.Fprintf(o.ErrOut, "backed up the replaced document to %s\n", out.WriteResult.Backup)
+	if out.Backup != "" {
+		fmt.Fprintf(o.ErrOut, "backed up the replaced document to %s\n", out.Backup)
 	}
 	fmt.Fprint(o.Out, out.Diff)
 	_, err := fmt.Fprintln(o.Out, human)

@@ -44,6 +44,10 @@ func NewClusterFlags() *ClusterFlags {
 	cf := genericclioptions.NewConfigFlags(false)
 	ns := "kube-system"
 	cf.Namespace = &ns
+	// Accepted for kubectl's sake, but the plugin does no discovery, so it
+	// caches nothing; an empty default keeps help the same on every machine.
+	noCache := ""
+	cf.CacheDir = &noCache
 	return &ClusterFlags{ConfigFlags: cf, ConfigMap: "kubeadm-config"}
 }
 
@@ -120,6 +124,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdVersion(streams),
 	)
 	root.AddCommand(NewCmdUpgrade(flags, streams)...)
+	registerFlagCompletions(root)
 	return root
 }
 

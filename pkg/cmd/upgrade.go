@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -40,15 +39,14 @@ type UpgradeFlags struct {
 }
 
 func newUpgradeFlags(cluster *ClusterFlags, streams genericiooptions.IOStreams) *UpgradeFlags {
-	host, _ := os.Hostname()
 	return &UpgradeFlags{Cluster: cluster, Print: NewPrintFlags(), StateConfigMap: "kubeadmcfg-upgrade",
-		Identity: host, Timeout: 30 * time.Second, Queue: true, QueueTTL: queue.DefaultTTL, IOStreams: streams}
+		Timeout: 30 * time.Second, Queue: true, QueueTTL: queue.DefaultTTL, IOStreams: streams}
 }
 
 func (f *UpgradeFlags) addFlags(cmd *cobra.Command, writes bool) {
 	cmd.Flags().StringVar(&f.StateConfigMap, "state-configmap", f.StateConfigMap, "Name of the ConfigMap that holds the upgrade state (in -n)")
 	if writes {
-		cmd.Flags().StringVar(&f.Identity, "identity", f.Identity, "Who is making the change, recorded in the history")
+		cmd.Flags().StringVar(&f.Identity, "identity", f.Identity, "Who is making the change, recorded in the history (default: the hostname)")
 		cmd.Flags().DurationVar(&f.Timeout, "timeout", f.Timeout, "Give up (exit 4) if the write has not succeeded within this time")
 		addQueueFlags(cmd, &f.Queue, &f.QueueTTL)
 	}
@@ -58,6 +56,9 @@ func (f *UpgradeFlags) addFlags(cmd *cobra.Command, writes bool) {
 func (f *UpgradeFlags) complete() error {
 	if f.StateConfigMap == "" {
 		return exitcode.Usagef("--state-configmap must not be empty")
+	}
+	if f.Identity == "" {
+		f.Identity = hostname()
 	}
 	if f.Timeout <= 0 {
 		return exitcode.Usagef("--timeout must be positive, not %s", f.Timeout)
@@ -383,6 +384,12 @@ the upgrade is already in changes nothing. An unknown state exits 2.
 		Example: "  # Report that the second master is upgraded, unless someone changed the state meanwhile\n" +
 			"  kubectl kubeadmcfg upgrade-set upgraded-second-master --expect upgrading-second-master",
 		Args: exactArgs(1, "STATE"),
+		ValidArgsFunction: func(c *cobra.Command, args []string, s string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return completeStates(c, args, s)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			to := upgrade.State(args[0])
 			if !upgrade.Known(to) {
@@ -418,8 +425,9 @@ upgrading-control-plane, upgraded-control-plane, upgrading-kubelet,
 upgraded-kubelet, upgrading-etcd, upgraded-etcd, each in-progress one with a
 -failed form, and none (removes the node's entry). A step starts from none,
 from a finished step, or from its own -failed status.`,
-		Example: "  # Report that controller-1 started upgrading its control plane\n  kubectl kubeadmcfg upgrade-host controller-1 upgrading-control-plane",
-		Args:    exactArgs(2, "NODE STATUS"),
+		Example:           "  # Report that controller-1 started upgrading its control plane\n  kubectl kubeadmcfg upgrade-host controller-1 upgrading-control-plane",
+		Args:              exactArgs(2, "NODE STATUS"),
+		ValidArgsFunction: completeNodes(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			node, to := args[0], upgrade.HostStatus(args[1])
 			if !upgrade.KnownHost(to) {

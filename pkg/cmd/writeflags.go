@@ -35,14 +35,12 @@ type WriteFlags struct {
 
 // NewWriteFlags returns the defaults.
 func NewWriteFlags() *WriteFlags {
-	host, _ := os.Hostname()
 	return &WriteFlags{
 		DryRun:         string(engine.DryRunNone),
 		Timeout:        30 * time.Second,
 		FieldManager:   "kubectl-kubeadmcfg",
 		Validate:       string(engine.ValidationStrict),
 		KubeadmVersion: clusterconfig.DefaultKubeadmVersion,
-		Identity:       host,
 		Key:            engine.DefaultKey,
 		Queue:          true,
 		QueueTTL:       queue.DefaultTTL,
@@ -60,7 +58,7 @@ func (f *WriteFlags) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&f.Validate, "validate", f.Validate, `One of strict, warn, ignore. "strict" refuses to write a document kubeadm would reject; "warn" writes it and prints the problems`)
 	fs.StringVar(&f.KubeadmVersion, "kubeadm-version", f.KubeadmVersion, "Release of kubeadm whose rules validation applies (it refuses a kubernetesVersion more than one minor below itself)")
 	fs.StringVar(&f.IfLeader, "if-leader", f.IfLeader, "Write only if --identity holds this coordination.k8s.io Lease (NAMESPACE/NAME); otherwise exit 0 as skipped")
-	fs.StringVar(&f.Identity, "identity", f.Identity, "Identity matched against the --if-leader Lease's holder (exactly, or as IDENTITY_<suffix>)")
+	fs.StringVar(&f.Identity, "identity", f.Identity, "Identity matched against the --if-leader Lease's holder, exactly or as IDENTITY_<suffix> (default: the hostname)")
 	fs.StringVar(&f.Key, "key", f.Key, "ConfigMap key that holds the ClusterConfiguration")
 	addQueueFlags(cmd, &f.Queue, &f.QueueTTL)
 }
@@ -76,9 +74,17 @@ func newCoordinator(enabled bool, ttl time.Duration, client kubernetes.Interface
 	if !enabled {
 		return nil
 	}
-	host, _ := os.Hostname()
 	return &queue.Queue{Client: client.CoordinationV1(), Namespace: t.Namespace, Name: t.Name,
-		Identity: fmt.Sprintf("%s/%d", host, os.Getpid()), TTL: ttl}
+		Identity: fmt.Sprintf("%s/%d", hostname(), os.Getpid()), TTL: ttl}
+}
+
+// hostname is the default identity of this process.
+func hostname() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return "unknown-host"
+	}
+	return host
 }
 
 // Check validates the flag values; it does no I/O.
@@ -112,7 +118,7 @@ func (f *WriteFlags) Check() error {
 			return exitcode.Usagef("--if-leader must be NAMESPACE/NAME, not %q", f.IfLeader)
 		}
 		if f.Identity == "" {
-			return exitcode.Usagef("--identity must not be empty with --if-leader")
+			f.Identity = hostname()
 		}
 	}
 	if err := clusterconfig.CheckKubeadmVersion(f.KubeadmVersion); err != nil {

@@ -1,0 +1,132 @@
+package cmd
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
+)
+
+// Shell completion: cobra's `completion` command and its hidden __complete
+// protocol, which kubectl also uses through the kubectl_complete-kubeadmcfg
+// helper shipped beside the binary. Values that live in the cluster (node
+// names) are looked up with a short timeout so a TAB never hangs.
+
+func fixedCompletion(values ...string) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return values, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// registerFlagCompletions completes the enumerated flags wherever they exist.
+func registerFlagCompletions(root *cobra.Command) {
+	fixed := map[string][]string{
+		"output":   {"json", "yaml", "jsonpath=", "go-template=", "jsonpath-file=", "go-template-file="},
+		"dry-run":  {"none", "client", "server"},
+		"validate": {"strict", "warn", "ignore"},
+		"type":     {"merge", "json"},
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for name, values := range fixed {
+			if c.Flags().Lookup(name) != nil {
+				_ = c.RegisterFlagCompletionFunc(name, fixedCompletion(values...))
+			}
+		}
+		if c.Flags().Lookup("expect") != nil {
+			switch c.Name() {
+			case "upgrade-set":
+				_ = c.RegisterFlagCompletionFunc("expect", completeStates)
+			case "upgrade-host":
+				_ = c.RegisterFlagCompletionFunc("expect", completeHostStatuses)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+func completeStates(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	out := make([]string, 0, len(upgrade.States()))
+	for _, s := range upgrade.States() {
+		out = append(out, string(s))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+func completeHostStatuses(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	out := []string{}
+	for _, s := range upgrade.HostStatuses() {
+		out = append(out, string(s))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeBackupNames lists the backups in the command's --backup-dir.
+func completeBackupNames(flags *BackupFlags) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		names, err := flags.Store().List()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		sort.Sort(sort.Reverse(sort.StringSlice(names))) // newest first
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeNodes offers the nodes recorded in the upgrade state, then the
+// host statuses.
+func completeNodes(f *UpgradeFlags) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) == 1 {
+			return completeHostStatuses(cmd, args, "")
+		}
+		if len(args) > 1 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		cs, _, err := f.Cluster.Clientset()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+		defer cancel()
+		cm, err := cs.CoreV1().ConfigMaps(f.Cluster.Namespace()).Get(ctx, f.StateConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		rec, ok, err := upgrade.Decode(cm.Annotations)
+		if err != nil || !ok {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		nodes := make([]string, 0, len(rec.Hosts))
+		for n := range rec.Hosts {
+			nodes = append(nodes, n)
+		}
+		sort.Strings(nodes)
+		return nodes, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completePaths offers ClusterConfiguration field paths for --set and
+// --unset, one level at a time.
+func completePaths(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	prefix := toComplete
+	if i := strings.IndexByte(prefix, '='); i >= 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, p := range clusterconfig.FieldPaths() {
+		if strings.HasPrefix(p, prefix) {
+			out = append(out, p)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+}
