@@ -43,5 +43,8 @@ docs: ## Regenerate the command reference in docs/commands
 dist: ## Release archives for every platform, offline snapshot (goreleaser pinned in hack/tools/release)
 	hack/dist.sh
 
+fuzz: ## Run every fuzz target for FUZZTIME each (default 30s); not part of make test
+	hack/fuzz.sh
+
 clean: demo-down ## Remove build output (keeps the built control-plane binaries)
 	rm -rf _output/bin _output/demo dist

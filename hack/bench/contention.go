@@ -210,7 +210,8 @@ func addArg(doc, arg string) (string, error) {
 	if err := d.Set("apiServer.extraArgs."+arg, "1"); err != nil {
 		return "", err
 	}
-	return string(d.Marshal()), nil
+	out, err := d.Marshal()
+	return string(out), err
 }
 
 // naiveForm reads, edits, and merge-patches the data back without a

@@ -127,12 +127,22 @@ func (d *Document) JSON() []byte {
 	return js
 }
 
-// Marshal returns the document in kubeadm's YAML layout.
-func (d *Document) Marshal() []byte {
+// Marshal returns the document in kubeadm's YAML layout. It fails only on
+// text YAML cannot hold (control characters), which an edit can put there:
+// a usage error.
+func (d *Document) Marshal() ([]byte, error) {
 	out, err := yaml.JSONToYAML(d.JSON())
 	if err != nil {
-		// JSON produced by encoding/json always converts.
-		panic(fmt.Sprintf("clusterconfig: marshal: %v", err))
+		return nil, exitcode.Usagef("the edited document cannot be written as YAML: %w", err)
+	}
+	return out, nil
+}
+
+// MustMarshal is Marshal for documents known to marshal (tests, tools).
+func (d *Document) MustMarshal() []byte {
+	out, err := d.Marshal()
+	if err != nil {
+		panic(err)
 	}
 	return out
 }

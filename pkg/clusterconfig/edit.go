@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,9 @@ func (d *Document) set(rawPath, text string, forceString bool) error {
 	p, err := d.editablePath(rawPath)
 	if err != nil {
 		return err
+	}
+	if !utf8.ValidString(text) {
+		return exitcode.Usagef("the value for %s is not valid UTF-8", p)
 	}
 	if comp, name, ok := d.argPath(p); ok {
 		return d.setArg(comp, name, text)
@@ -150,6 +154,9 @@ func patchJSON(patch []byte) ([]byte, error) {
 }
 
 func (d *Document) editablePath(raw string) (Path, error) {
+	if !utf8.ValidString(raw) {
+		return nil, exitcode.Usagef("the path %q is not valid UTF-8", raw)
+	}
 	p, err := ParsePath(raw)
 	if err != nil {
 		return nil, err

@@ -190,6 +190,9 @@ func TestEditErrors(t *testing.T) {
 		{"empty patch", "v1beta4", merge("  "), exitcode.Usage, "the patch is empty"},
 		{"json patch not a list", "v1beta4", jsonp(`{"op":"add"}`), exitcode.Usage, ""},
 		{"json patch missing path", "v1beta4", jsonp(`[{"op":"replace","path":"/nope/x","value":1}]`), exitcode.Usage, ""},
+		{"invalid UTF-8 value (found by FuzzEdit)", "v1beta4", setString("x", "\x80"), exitcode.Usage,
+			"the value for x is not valid UTF-8"},
+		{"invalid UTF-8 path", "v1beta4", set("x\xff", "1"), exitcode.Usage, `the path "x\xff" is not valid UTF-8`},
 		{"json patch failing test", "v1beta4", jsonp(`[{"op":"test","path":"/clusterName","value":"other"}]`), exitcode.Conflict,
 			"json patch: testing value /clusterName failed: test failed"},
 	} {
@@ -232,7 +235,7 @@ func TestUnchangedDetection(t *testing.T) {
 		}
 	}
 	if !d.Equal(orig) {
-		t.Fatalf("edits that restate the document must leave it equal:\n%s", d.Marshal())
+		t.Fatalf("edits that restate the document must leave it equal:\n%s", d.MustMarshal())
 	}
 	if err := d.Set("clusterName", "other"); err != nil {
 		t.Fatal(err)
@@ -252,7 +255,7 @@ func TestMarshalKeepsKubeadmLayout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(string(data), string(d.Marshal())); diff != "" {
+		if diff := cmp.Diff(string(data), string(d.MustMarshal())); diff != "" {
 			t.Errorf("%s: marshal differs from kubeadm's layout (-want +got):\n%s", name, diff)
 		}
 	}

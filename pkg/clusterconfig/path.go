@@ -22,8 +22,8 @@ func (s Step) String() string {
 		return "[+]"
 	case s.IsList:
 		return "[" + strconv.Itoa(s.Index) + "]"
-	case strings.ContainsAny(s.Key, `.[]"`) || s.Key == "":
-		return `["` + strings.ReplaceAll(s.Key, `"`, `\"`) + `"]`
+	case strings.ContainsAny(s.Key, `.[]"'\`) || s.Key == "":
+		return `["` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s.Key) + `"]`
 	}
 	return s.Key
 }

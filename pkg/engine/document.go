@@ -62,7 +62,11 @@ func (e *Engine) UpdateDocument(ctx context.Context, edit Edit, opts DocumentOpt
 		if edited.Equal(doc) {
 			return false, nil
 		}
-		return true, e.store(cm, edited.Marshal(), opts, out)
+		data, err := edited.Marshal()
+		if err != nil {
+			return false, err
+		}
+		return true, e.store(cm, data, opts, out)
 	})
 	out.Result = res
 	return out, err
