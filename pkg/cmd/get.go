@@ -109,8 +109,11 @@ func (o *GetOptions) Run(cmd *cobra.Command) error {
 		return err
 	}
 	js, err := yaml.YAMLToJSON([]byte(doc))
+	if err == nil && !strings.HasPrefix(strings.TrimSpace(string(js)), "{") {
+		err = fmt.Errorf("it is not a mapping")
+	}
 	if err != nil {
-		return exitcode.Invalidf("%s key %q does not hold YAML: %w", t, t.Key, err)
+		return exitcode.Invalidf("%s key %q does not hold a YAML document (print it as stored without -o): %w", t, t.Key, err)
 	}
 	return o.Print.Print(o.Out, js)
 }

@@ -111,7 +111,25 @@ func (e *Engine) store(cm *corev1.ConfigMap, data []byte, opts DocumentOptions, 
 		cm.Data = map[string]string{}
 	}
 	cm.Data[e.Target.Key] = string(data)
+	if size := configMapSize(cm); size > maxConfigMapBytes {
+		return exitcode.Invalidf("the result would make %s %d bytes, over the ConfigMap limit of %d; nothing was written",
+			e.Target, size, maxConfigMapBytes)
+	}
 	return nil
+}
+
+// maxConfigMapBytes is the apiserver's limit on a ConfigMap's data.
+const maxConfigMapBytes = 1 << 20
+
+func configMapSize(cm *corev1.ConfigMap) int {
+	n := 0
+	for k, v := range cm.Data {
+		n += len(k) + len(v)
+	}
+	for k, v := range cm.BinaryData {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 // Describe is the one-line human summary of a document write, such as
