@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -119,7 +120,7 @@ func (e *Engine) Delete(ctx context.Context, check func(cm *corev1.ConfigMap) er
 		cms := e.Client.ConfigMaps(e.Target.Namespace)
 		current, err := cms.Get(ctx, e.Target.Name, metav1.GetOptions{})
 		if err != nil {
-			return !IsRetryable(err) || ctx.Err() != nil, APIError(err, "get", e.Target.String())
+			return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "get", e.Target.String())
 		}
 		res.Old = current
 		if err := check(current); err != nil {
@@ -138,7 +139,7 @@ func (e *Engine) Delete(ctx context.Context, check func(cm *corev1.ConfigMap) er
 			Preconditions: &metav1.Preconditions{UID: &current.UID, ResourceVersion: &current.ResourceVersion},
 		})
 		if err != nil {
-			return !IsRetryable(err) || ctx.Err() != nil, APIError(err, "delete", e.Target.String())
+			return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "delete", e.Target.String())
 		}
 		return true, nil
 	})
@@ -222,7 +223,7 @@ func (e *Engine) attempt(ctx context.Context, mutate Mutate, res *Result, busy <
 	case missing:
 		current = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: e.Target.Name, Namespace: e.Target.Namespace}}
 	case err != nil:
-		return !IsRetryable(err) || ctx.Err() != nil, APIError(err, "get", e.Target.String())
+		return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "get", e.Target.String())
 	}
 	work := current.DeepCopy()
 	changed, err := mutate(work)
@@ -262,21 +263,27 @@ func (e *Engine) attempt(ctx context.Context, mutate Mutate, res *Result, busy <
 		written, err = cms.Update(ctx, work, metav1.UpdateOptions{DryRun: dryRun, FieldManager: e.Options.FieldManager})
 	}
 	if err != nil {
-		return !IsRetryable(err) || ctx.Err() != nil, APIError(err, "update", e.Target.String())
+		return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "update", e.Target.String())
 	}
 	res.New = written
 	return true, nil
 }
 
-// gaveUp explains a write that ran out of time.
+// gaveUp explains a write that ran out of time: exit 1 when the API server
+// could not be reached at all, exit 4 (retries exhausted) otherwise.
 func (e *Engine) gaveUp(res *Result, timeout time.Duration, last error) error {
-	var typed *exitcode.Error
-	conflict := apierrors.IsConflict(last) || (errors.As(last, &typed) && typed.Code == exitcode.Conflict)
-	if last != nil && !conflict {
+	if last != nil && (utilnet.IsConnectionRefused(last) || utilnet.IsConnectionReset(last) || utilnet.IsProbableEOF(last)) {
 		return exitcode.Failuref("gave up on %s after %d attempts in %s: %w", e.Target, res.Attempts, timeout, last)
 	}
-	return exitcode.Conflictf("gave up on %s after %d attempts in %s (%d conflicts with other writers); nothing was written by this command, retry or raise --timeout",
-		e.Target, res.Attempts, timeout, res.Conflicts)
+	if res.Conflicts > 0 {
+		return exitcode.Conflictf("gave up on %s after %d attempts in %s (%d conflicts with other writers); nothing was written by this command, retry or raise --timeout",
+			e.Target, res.Attempts, timeout, res.Conflicts)
+	}
+	why := "no answer"
+	if last != nil {
+		why = exitcode.Message(last)
+	}
+	return exitcode.Conflictf("gave up on %s after %d attempts in %s (%s); retry or raise --timeout", e.Target, res.Attempts, timeout, why)
 }
 
 // String renders a resourceVersion transition for messages.
