@@ -324,8 +324,8 @@ func (b *Backup) Verify(opts clusterconfig.ValidateOptions) []string {
 // with a backup name and a backup header are ever removed.
 func (s *Store) Prune(keep int) ([]string, error) {
 	all, err := s.List()
-	if err != nil {
-		return nil, err
+	if err != nil || len(all) <= keep {
+		return nil, err // nothing to do: skip reading every file's header
 	}
 	names := slices.DeleteFunc(all, func(name string) bool { return !s.isOurs(name) })
 	if len(names) <= keep {
