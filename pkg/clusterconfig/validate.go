@@ -242,18 +242,27 @@ func fromNew[A any](c *clusterConfiguration[A], conv func(A) argV1) *spec {
 		certValidity:         c.CertificateValidityPeriod,
 		caCertValidity:       c.CACertificateValidityPeriod,
 		etcdExternal:         c.Etcd.External,
-		args: []componentArgs{
-			{field.NewPath("apiServer", "extraArgs"), list(c.APIServer.ExtraArgs)},
-			{field.NewPath("controllerManager", "extraArgs"), list(c.ControllerManager.ExtraArgs)},
-			{field.NewPath("scheduler", "extraArgs"), list(c.Scheduler.ExtraArgs)},
-		},
 	}
+	s.setArgs(list(c.APIServer.ExtraArgs), list(c.ControllerManager.ExtraArgs), list(c.Scheduler.ExtraArgs))
 	if l := c.Etcd.Local; l != nil {
-		s.etcdLocal = &localEtcd[argV1]{imageMeta: l.imageMeta, DataDir: l.DataDir,
-			ServerCertSANs: l.ServerCertSANs, PeerCertSANs: l.PeerCertSANs}
-		s.args = append(s.args, componentArgs{field.NewPath("etcd", "local", "extraArgs"), list(l.ExtraArgs)})
+		s.setLocalEtcd(l.imageMeta, l.DataDir, l.ServerCertSANs, l.PeerCertSANs, list(l.ExtraArgs))
 	}
 	return s
+}
+
+// setArgs records the components' arguments, by field path.
+func (s *spec) setArgs(apiServer, controllerManager, scheduler []argV1) {
+	s.args = []componentArgs{
+		{field.NewPath("apiServer", "extraArgs"), apiServer},
+		{field.NewPath("controllerManager", "extraArgs"), controllerManager},
+		{field.NewPath("scheduler", "extraArgs"), scheduler},
+	}
+}
+
+// setLocalEtcd records a local etcd and its arguments.
+func (s *spec) setLocalEtcd(image imageMeta, dataDir string, serverSANs, peerSANs []string, args []argV1) {
+	s.etcdLocal = &localEtcd[argV1]{imageMeta: image, DataDir: dataDir, ServerCertSANs: serverSANs, PeerCertSANs: peerSANs}
+	s.args = append(s.args, componentArgs{field.NewPath("etcd", "local", "extraArgs"), args})
 }
 
 func fromV1beta3(c *clusterConfigurationV1beta3) *spec {
@@ -276,16 +285,10 @@ func fromV1beta3(c *clusterConfigurationV1beta3) *spec {
 		certSANs:             c.APIServer.CertSANs,
 		dnsImageRepository:   c.DNS.ImageRepository,
 		featureGates:         c.FeatureGates,
-		args: []componentArgs{
-			{field.NewPath("apiServer", "extraArgs"), list(c.APIServer.ExtraArgs)},
-			{field.NewPath("controllerManager", "extraArgs"), list(c.ControllerManager.ExtraArgs)},
-			{field.NewPath("scheduler", "extraArgs"), list(c.Scheduler.ExtraArgs)},
-		},
 	}
+	s.setArgs(list(c.APIServer.ExtraArgs), list(c.ControllerManager.ExtraArgs), list(c.Scheduler.ExtraArgs))
 	if l := c.Etcd.Local; l != nil {
-		s.etcdLocal = &localEtcd[argV1]{imageMeta: l.imageMeta, DataDir: l.DataDir,
-			ServerCertSANs: l.ServerCertSANs, PeerCertSANs: l.PeerCertSANs}
-		s.args = append(s.args, componentArgs{field.NewPath("etcd", "local", "extraArgs"), list(l.ExtraArgs)})
+		s.setLocalEtcd(l.imageMeta, l.DataDir, l.ServerCertSANs, l.PeerCertSANs, list(l.ExtraArgs))
 	}
 	if e := c.Etcd.External; e != nil {
 		s.etcdExternal = &externalEtcd{Endpoints: e.Endpoints, CAFile: e.CAFile, CertFile: e.CertFile, KeyFile: e.KeyFile}

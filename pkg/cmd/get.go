@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -90,12 +91,7 @@ func (o *GetOptions) Validate() error {
 
 // Run reads and prints the document.
 func (o *GetOptions) Run(cmd *cobra.Command) error {
-	t := engine.Target{Namespace: o.Cluster.Namespace(), Name: o.Cluster.ConfigMap, Key: o.Key}
-	cm, err := engine.Get(cmd.Context(), o.client.CoreV1(), t)
-	if err != nil {
-		return err
-	}
-	doc, err := engine.Document(cm, t)
+	t, doc, err := readDocument(cmd.Context(), o.client, o.Cluster, o.Key)
 	if err != nil {
 		return err
 	}
@@ -120,4 +116,15 @@ func (o *GetOptions) Run(cmd *cobra.Command) error {
 
 func parseDocument(doc string) (*clusterconfig.Document, error) {
 	return clusterconfig.Parse([]byte(doc))
+}
+
+// readDocument reads the live ClusterConfiguration under key.
+func readDocument(ctx context.Context, client kubernetes.Interface, cluster *ClusterFlags, key string) (engine.Target, string, error) {
+	t := engine.Target{Namespace: cluster.Namespace(), Name: cluster.ConfigMap, Key: key}
+	cm, err := engine.Get(ctx, client.CoreV1(), t)
+	if err != nil {
+		return t, "", err
+	}
+	doc, err := engine.Document(cm, t)
+	return t, doc, err
 }

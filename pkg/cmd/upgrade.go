@@ -352,12 +352,7 @@ live ClusterConfiguration.
 // liveVersion reads kubernetesVersion from kubeadm-config, or "" when it
 // cannot.
 func (f *UpgradeFlags) liveVersion(ctx context.Context) string {
-	t := engine.Target{Namespace: f.Cluster.Namespace(), Name: f.Cluster.ConfigMap, Key: engine.DefaultKey}
-	cm, err := engine.Get(ctx, f.client.CoreV1(), t)
-	if err != nil {
-		return ""
-	}
-	doc, err := engine.Document(cm, t)
+	_, doc, err := readDocument(ctx, f.client, f.Cluster, engine.DefaultKey)
 	if err != nil {
 		return ""
 	}

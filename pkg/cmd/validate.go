@@ -97,12 +97,7 @@ func (o *ValidateOptions) Run(cmd *cobra.Command) error {
 		out.Source = o.Filename
 		out.FileReport = *clusterconfig.ValidateFile(data, opts)
 	} else {
-		t := engine.Target{Namespace: o.Cluster.Namespace(), Name: o.Cluster.ConfigMap, Key: o.Key}
-		cm, err := engine.Get(cmd.Context(), o.client.CoreV1(), t)
-		if err != nil {
-			return err
-		}
-		doc, err := engine.Document(cm, t)
+		t, doc, err := readDocument(cmd.Context(), o.client, o.Cluster, o.Key)
 		if err != nil {
 			return err
 		}
