@@ -35,7 +35,7 @@ func stripHeader(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	lines := strings.SplitAfter(string(data), "\n")
-	return []byte(strings.Join(lines[10:], ""))
+	return []byte(strings.Join(lines[11:], "")) // the magic line and ten header fields
 }
 
 func TestPatchBacksUpTheReplacedDocument(t *testing.T) {
@@ -100,6 +100,14 @@ func TestRestoreWritesTheBackupBack(t *testing.T) {
 	wantExit(t, r, 0)
 	if !strings.Contains(r.stdout, "unchanged") {
 		t.Fatalf("want unchanged: %s", r)
+	}
+	// "The latest" leaves out what restores replaced: running it twice does
+	// not flip back to the patched document.
+	wantExit(t, e.plugin("patch", "--backup-dir", dir, "--set", "clusterName=broken"), 0)
+	wantExit(t, e.plugin("restore", "--latest", "--backup-dir", dir), 0)
+	wantExit(t, e.plugin("restore", "--latest", "--backup-dir", dir), 0)
+	if strings.Contains(e.document(), "clusterName: broken") {
+		t.Fatal("a second restore --latest brought back the document the first one replaced")
 	}
 }
 

@@ -162,6 +162,12 @@ collect:
 	}
 	wantExit(t, e.plugin("upgrade-delete"), 0)
 	wantExit(t, e.plugin("upgrade-status"), 5)
+	// The audit CronJob keeps running after the state is gone.
+	r = e.plugin("upgrade-audit")
+	wantExit(t, r, 0)
+	if !strings.Contains(r.stdout, "nothing to audit") {
+		t.Fatalf("%s", r)
+	}
 }
 
 func TestUpgradeAuditReportsBadTimestamps(t *testing.T) {

@@ -50,10 +50,20 @@ type Meta struct {
 	Time              time.Time `json:"time"`
 	SHA256            string    `json:"sha256"`
 	PluginVersion     string    `json:"pluginVersion"`
+	// Reason is why the backup was taken: manual, before patch, before
+	// restore.
+	Reason string `json:"reason"`
 }
 
+// The reasons a backup is taken.
+const (
+	ReasonManual        = "manual"
+	ReasonBeforePatch   = "before patch"
+	ReasonBeforeRestore = "before restore"
+)
+
 // header fields, in file order; sha256 is always last.
-var headerKeys = []string{"server", "configmap", "uid", "resourceVersion", "kubernetesVersion", "apiVersion", "time", "pluginVersion", "sha256"}
+var headerKeys = []string{"server", "configmap", "uid", "resourceVersion", "kubernetesVersion", "apiVersion", "time", "pluginVersion", "reason", "sha256"}
 
 // Backup is one backup file.
 type Backup struct {
@@ -154,7 +164,7 @@ func encodeHeader(m Meta) []byte {
 		"server": m.Server, "configmap": m.Namespace + "/" + m.ConfigMap, "uid": m.UID,
 		"resourceVersion": m.ResourceVersion, "kubernetesVersion": m.KubernetesVersion,
 		"apiVersion": m.APIVersion, "time": m.Time.Format(time.RFC3339Nano), "pluginVersion": m.PluginVersion,
-		"sha256": m.SHA256,
+		"reason": m.Reason, "sha256": m.SHA256,
 	}
 	for _, k := range headerKeys {
 		fmt.Fprintf(&b, "# %s: %s\n", k, oneLine(values[k]))
@@ -301,6 +311,7 @@ func parse(data []byte) (*Backup, error) {
 			Server: values["server"], Namespace: ns, ConfigMap: cm, UID: values["uid"],
 			ResourceVersion: values["resourceVersion"], KubernetesVersion: values["kubernetesVersion"],
 			APIVersion: values["apiVersion"], Time: t, SHA256: values["sha256"], PluginVersion: values["pluginVersion"],
+			Reason: values["reason"],
 		},
 		Document: data[offset:],
 	}, nil
@@ -322,8 +333,16 @@ func (b *Backup) Verify(opts clusterconfig.ValidateOptions) []string {
 
 // Prune removes the oldest backups of the store beyond keep. Only files
 // with a backup name and a backup header are ever removed.
-func (s *Store) Prune(keep int) ([]string, error) {
+func (s *Store) Prune(keep int) ([]string, error) { return s.PruneConfigMap(keep, "") }
+
+// PruneConfigMap is Prune counting only the backups of one ConfigMap name
+// (all of them when configMap is empty), so writes to one ConfigMap never
+// push out another's backups.
+func (s *Store) PruneConfigMap(keep int, configMap string) ([]string, error) {
 	all, err := s.List()
+	if configMap != "" {
+		all = slices.DeleteFunc(all, func(name string) bool { return namePattern.FindStringSubmatch(name)[2] != configMap })
+	}
 	if err != nil || len(all) <= keep {
 		return nil, err // nothing to do: skip reading every file's header
 	}
@@ -366,8 +385,9 @@ func (b *Backup) ChecksumOK() bool {
 	return hex.EncodeToString(sum[:]) == b.SHA256
 }
 
-// Latest returns the newest backup of ConfigMap namespace/name, or a
-// not-found error.
+// Latest returns the newest backup of ConfigMap namespace/name, leaving out
+// the ones a restore took of the document it replaced: restoring "the
+// latest" twice must not flip back to what the first restore undid.
 func (s *Store) Latest(namespace, name string) (*Backup, error) {
 	names, err := s.List()
 	if err != nil {
@@ -381,7 +401,7 @@ func (s *Store) Latest(namespace, name string) (*Backup, error) {
 		if err != nil {
 			return nil, err // the newest is damaged: never fall back silently
 		}
-		if b.Namespace == namespace && b.ConfigMap == name {
+		if b.Namespace == namespace && b.ConfigMap == name && b.Reason != ReasonBeforeRestore {
 			return b, nil
 		}
 	}

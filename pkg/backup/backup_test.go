@@ -23,7 +23,8 @@ func doc(t *testing.T) []byte {
 
 func meta() Meta {
 	return Meta{Server: "https://127.0.0.1:6443", Namespace: "kube-system", ConfigMap: "kubeadm-config",
-		UID: "u-1", ResourceVersion: "812", KubernetesVersion: "v1.37.2", APIVersion: clusterconfig.V1beta4, PluginVersion: "test"}
+		UID: "u-1", ResourceVersion: "812", KubernetesVersion: "v1.37.2", APIVersion: clusterconfig.V1beta4, PluginVersion: "test",
+		Reason: ReasonManual}
 }
 
 func TestWriteReadRoundTrip(t *testing.T) {

@@ -51,6 +51,7 @@ type BackupInfo struct {
 	Size              int64     `json:"size"`
 	SHA256            string    `json:"sha256"`
 	ChecksumOK        bool      `json:"checksumOK"`
+	Reason            string    `json:"reason"`
 	Problems          []string  `json:"problems,omitempty"`
 }
 
@@ -58,7 +59,7 @@ func newBackupInfo(b *backup.Backup, problems []string) BackupInfo {
 	return BackupInfo{
 		Name: b.Name, Path: b.Path, Time: b.Time, ConfigMap: b.Namespace + "/" + b.ConfigMap, UID: b.UID,
 		ResourceVersion: b.ResourceVersion, KubernetesVersion: b.KubernetesVersion, APIVersion: b.APIVersion,
-		Size: b.Size, SHA256: b.SHA256, ChecksumOK: b.ChecksumOK(), Problems: problems,
+		Size: b.Size, SHA256: b.SHA256, ChecksumOK: b.ChecksumOK(), Reason: b.Reason, Problems: problems,
 	}
 }
 
@@ -112,7 +113,7 @@ func (o *BackupOptions) Run(cmd *cobra.Command) error {
 	if _, err := engine.Document(cm, t); err != nil {
 		return err
 	}
-	b, err := o.Backup.Save(cm, o.Key, cfg.Host)
+	b, err := o.Backup.Save(cm, o.Key, cfg.Host, backup.ReasonManual)
 	if err != nil {
 		return err
 	}

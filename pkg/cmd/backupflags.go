@@ -55,14 +55,14 @@ func (f *BackupFlags) Store() *backup.Store {
 }
 
 // Save backs up the document under key of cm, then prunes.
-func (f *BackupFlags) Save(cm *corev1.ConfigMap, key, server string) (*backup.Backup, error) {
+func (f *BackupFlags) Save(cm *corev1.ConfigMap, key, server, reason string) (*backup.Backup, error) {
 	doc, ok := cm.Data[key]
 	if !ok {
 		return nil, exitcode.NotFoundf("configmap %s/%s has no key %q to back up", cm.Namespace, cm.Name, key)
 	}
 	meta := backup.Meta{
 		Server: server, Namespace: cm.Namespace, ConfigMap: cm.Name, UID: string(cm.UID),
-		ResourceVersion: cm.ResourceVersion, PluginVersion: version.Version,
+		ResourceVersion: cm.ResourceVersion, PluginVersion: version.Version, Reason: reason,
 	}
 	if parsed, err := clusterconfig.Parse([]byte(doc)); err == nil {
 		meta.KubernetesVersion, meta.APIVersion = parsed.KubernetesVersion(), parsed.APIVersion()
@@ -71,16 +71,16 @@ func (f *BackupFlags) Save(cm *corev1.ConfigMap, key, server string) (*backup.Ba
 	if err != nil {
 		return nil, err
 	}
-	if _, err := f.Store().Prune(f.Keep); err != nil {
-		return b, err
-	}
+	// Pruning is housekeeping: a file it cannot remove must not stop the
+	// write the backup was for ('backup prune' reports such errors).
+	_, _ = f.Store().PruneConfigMap(f.Keep, cm.Name)
 	return b, nil
 }
 
 // Hook returns the engine's BeforeWrite hook: back up the exact copy the
 // Update is about to replace, unless --no-backup. A failed backup aborts the
 // write. The same copy is backed up once however often a write retries.
-func (f *BackupFlags) Hook(key, server string, saved *string) func(context.Context, *corev1.ConfigMap) error {
+func (f *BackupFlags) Hook(key, server, reason string, saved *string) func(context.Context, *corev1.ConfigMap) error {
 	if f.NoBackup {
 		return nil
 	}
@@ -89,7 +89,7 @@ func (f *BackupFlags) Hook(key, server string, saved *string) func(context.Conte
 		if string(cm.UID) == lastUID && cm.ResourceVersion == lastRV {
 			return nil
 		}
-		b, err := f.Save(cm, key, server)
+		b, err := f.Save(cm, key, server, reason)
 		if err != nil {
 			return fmt.Errorf("backup before writing failed, nothing was written (use --no-backup to skip it): %w", err)
 		}
@@ -101,6 +101,6 @@ func (f *BackupFlags) Hook(key, server string, saved *string) func(context.Conte
 
 // Attach wires the backup hook into an engine; the path of the backup it
 // writes lands in saved.
-func (f *BackupFlags) Attach(eng *engine.Engine, server string, saved *string) {
-	eng.Options.BeforeWrite = f.Hook(eng.Target.Key, server, saved)
+func (f *BackupFlags) Attach(eng *engine.Engine, server, reason string, saved *string) {
+	eng.Options.BeforeWrite = f.Hook(eng.Target.Key, server, reason, saved)
 }

@@ -263,19 +263,22 @@ func (o *PatchOptions) Run(cmd *cobra.Command) error {
 			SkipReason: reason, DryRun: o.Write.DryRun, Warnings: []string{}}, "skipped: "+reason)
 	}
 	var saved string
-	o.Backup.Attach(eng, o.server, &saved)
+	o.Backup.Attach(eng, o.server, backup.ReasonBeforePatch, &saved)
 	res, err := eng.UpdateDocument(ctx, o.apply, o.Write.DocumentOptions())
 	if err != nil {
 		return err
 	}
 	out := NewWriteResult(eng.Target, res, o.Write.Diff, "edited/"+eng.Target.Key)
 	out.Backup = saved
+	if err := o.report(out, res.Describe(eng.Target.Name, "patched")); err != nil {
+		return err
+	}
 	if o.WriteConfig != "" && res.DryRun == engine.DryRunNone {
 		if err := backup.WriteFile(o.WriteConfig, res.After); err != nil {
-			return err
+			return fmt.Errorf("the cluster was written, but not the --write-config copy: %w", err)
 		}
 	}
-	return o.report(out, res.Describe(eng.Target.Name, "patched"))
+	return nil
 }
 
 func (o *PatchOptions) report(out *WriteResult, human string) error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -144,7 +145,10 @@ func (o *RestoreOptions) Run(cmd *cobra.Command) error {
 	var b *backup.Backup
 	var err error
 	if o.Latest {
-		b, err = store.Latest(o.Cluster.Namespace(), o.Cluster.ConfigMap)
+		if b, err = store.Latest(o.Cluster.Namespace(), o.Cluster.ConfigMap); err == nil {
+			fmt.Fprintf(o.ErrOut, "using backup %s (resourceVersion %s of %s, taken %s)\n",
+				b.Name, b.ResourceVersion, b.Server, b.Time.Format(time.RFC3339))
+		}
 	} else {
 		b, err = store.Read(o.name)
 	}
@@ -173,7 +177,7 @@ func (o *RestoreOptions) Run(cmd *cobra.Command) error {
 			Skipped: true, SkipReason: reason, DryRun: o.Write.DryRun, Warnings: []string{}}, Restored: b.Name}, "skipped: "+reason)
 	}
 	var saved string
-	o.Backup.Attach(eng, o.server, &saved)
+	o.Backup.Attach(eng, o.server, backup.ReasonBeforeRestore, &saved)
 	res, err := eng.ReplaceDocument(cmd.Context(), b.Document, func(cm *corev1.ConfigMap) error {
 		return o.checkTarget(b, cm, eng.Target.Key)
 	}, opts)
@@ -199,7 +203,9 @@ func (o *RestoreOptions) checkTarget(b *backup.Backup, cm *corev1.ConfigMap, key
 	if doc, err := clusterconfig.Parse([]byte(cm.Data[key])); err == nil {
 		live = doc.KubernetesVersion()
 	}
-	if b.KubernetesVersion != live {
+	// A live document that does not even parse is what a restore is for:
+	// there is no version to compare with.
+	if live != "" && b.KubernetesVersion != live {
 		return exitcode.Conflictf("backup %s is of kubernetesVersion %s, the live document is at %s (a restore across an upgrade); use --force to restore it anyway",
 			b.Name, b.KubernetesVersion, live)
 	}

@@ -125,6 +125,9 @@ func (f *UpgradeFlags) write(ctx context.Context, op func(rec *upgrade.Record) (
 	if err != nil {
 		return err
 	}
+	if after == nil {
+		return f.noUpgrade()
+	}
 	if !f.Print.Human() {
 		return f.Print.Print(f.Out, after)
 	}
@@ -352,6 +355,8 @@ live ClusterConfiguration.
 // liveVersion reads kubernetesVersion from kubeadm-config, or "" when it
 // cannot.
 func (f *UpgradeFlags) liveVersion(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, f.Timeout)
+	defer cancel()
 	_, doc, err := readDocument(ctx, f.client, f.Cluster, engine.DefaultKey)
 	if err != nil {
 		return ""
@@ -507,7 +512,7 @@ as a CronJob.`,
 			pass := func() error {
 				return f.write(cmd.Context(), func(rec *upgrade.Record) (*upgrade.Record, bool, error) {
 					if rec == nil {
-						return nil, false, nil
+						return nil, false, f.noUpgrade()
 					}
 					changed, err := rec.Audit(f.clock(), stuckAfter)
 					return rec, changed, err

@@ -157,6 +157,8 @@ func (f *WriteFlags) CheckLeader(ctx context.Context, client kubernetes.Interfac
 		return "", nil
 	}
 	ns, name, _ := strings.Cut(f.IfLeader, "/")
+	ctx, cancel := context.WithTimeout(ctx, f.Timeout)
+	defer cancel()
 	c, err := engine.CheckLeader(ctx, client.CoordinationV1(), ns, name, f.Identity)
 	if err != nil {
 		return "", err

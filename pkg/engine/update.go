@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -103,10 +104,11 @@ func (e *Engine) Update(ctx context.Context, mutate Mutate) (*Result, error) {
 		go func() { ch <- c.Busy(ctx) }()
 		busy = ch
 	}
+	var unknown *corev1.ConfigMap // a write whose outcome was lost with its connection
 	err := e.retry(ctx, res, func(ctx context.Context) (bool, error) {
 		gate := busy
 		busy = nil // only the first attempt gives way
-		return e.attempt(ctx, mutate, res, gate)
+		return e.attempt(ctx, mutate, res, gate, &unknown)
 	})
 	return res, err
 }
@@ -185,6 +187,9 @@ func (e *Engine) retry(ctx context.Context, res *Result, attempt func(context.Co
 				res.Queued = true
 				continue
 			}
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return exitcode.Failuref("interrupted after %d attempts on %s", res.Attempts, e.Target)
+			}
 			if ctx.Err() != nil {
 				return e.gaveUp(res, timeout, lastErr)
 			}
@@ -205,6 +210,9 @@ func (e *Engine) retry(ctx context.Context, res *Result, attempt func(context.Co
 		}
 		select {
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return exitcode.Failuref("interrupted after %d attempts on %s", res.Attempts, e.Target)
+			}
 			return e.gaveUp(res, timeout, lastErr)
 		case <-time.After(wait):
 		}
@@ -215,7 +223,9 @@ func wait2ms() time.Duration { return wait.Jitter(2*time.Millisecond, 1) }
 
 // attempt makes one read-mutate-write pass. done is false when the error is
 // worth another attempt.
-func (e *Engine) attempt(ctx context.Context, mutate Mutate, res *Result, busy <-chan bool) (done bool, err error) {
+func (e *Engine) attempt(ctx context.Context, mutate Mutate, res *Result, busy <-chan bool, unknown **corev1.ConfigMap) (done bool, err error) {
+	prevOld := res.Old
+	res.Changed, res.Created, res.Old, res.New = false, false, nil, nil // nothing carries over from a failed attempt
 	cms := e.Client.ConfigMaps(e.Target.Namespace)
 	current, err := cms.Get(ctx, e.Target.Name, metav1.GetOptions{})
 	missing := apierrors.IsNotFound(err) && e.Options.CreateIfMissing
@@ -225,6 +235,13 @@ func (e *Engine) attempt(ctx context.Context, mutate Mutate, res *Result, busy <
 	case err != nil:
 		return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "get", e.Target.String())
 	}
+	if sent := *unknown; sent != nil && !missing && sameContent(sent, current) {
+		// The write whose answer was lost did land: do not apply the edit a
+		// second time (an append would append twice).
+		res.Changed, res.Old, res.New = true, prevOld, current
+		return true, nil
+	}
+	*unknown = nil
 	work := current.DeepCopy()
 	changed, err := mutate(work)
 	if err != nil || !changed {
@@ -239,8 +256,15 @@ func (e *Engine) attempt(ctx context.Context, mutate Mutate, res *Result, busy <
 	if e.Options.DryRun == DryRunClient {
 		return true, nil
 	}
-	if busy != nil && <-busy {
-		return false, errQueueBusy
+	if busy != nil {
+		select {
+		case queued := <-busy:
+			if queued {
+				return false, errQueueBusy
+			}
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
 	}
 	if e.Options.BeforeWrite != nil && !missing && e.Options.DryRun != DryRunServer {
 		if err := e.Options.BeforeWrite(ctx, current); err != nil {
@@ -263,10 +287,19 @@ func (e *Engine) attempt(ctx context.Context, mutate Mutate, res *Result, busy <
 		written, err = cms.Update(ctx, work, metav1.UpdateOptions{DryRun: dryRun, FieldManager: e.Options.FieldManager})
 	}
 	if err != nil {
+		if !apierrors.IsConflict(err) && IsRetryable(err) {
+			*unknown = work // it may have landed; the next read tells
+		}
 		return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "update", e.Target.String())
 	}
 	res.New = written
 	return true, nil
+}
+
+// sameContent reports whether cm holds what sent was to write.
+func sameContent(sent, cm *corev1.ConfigMap) bool {
+	return equality.Semantic.DeepEqual(sent.Data, cm.Data) && equality.Semantic.DeepEqual(sent.BinaryData, cm.BinaryData) &&
+		equality.Semantic.DeepEqual(sent.Annotations, cm.Annotations) && equality.Semantic.DeepEqual(sent.Labels, cm.Labels)
 }
 
 // gaveUp explains a write that ran out of time: exit 1 when the API server
@@ -295,8 +328,8 @@ func (r *Result) String() string {
 	switch {
 	case !r.Changed:
 		return "unchanged"
-	case r.Created:
-		return fmt.Sprintf("created (resourceVersion %s, %s)", r.New.ResourceVersion, attempts)
+	case r.Created || r.Old == nil:
+		return fmt.Sprintf("(resourceVersion %s, %s)", r.New.ResourceVersion, attempts)
 	}
 	return fmt.Sprintf("(resourceVersion %s -> %s, %s)", r.Old.ResourceVersion, r.New.ResourceVersion, attempts)
 }

@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 )
@@ -213,6 +214,15 @@ func (w *waiter) waitForTurn(ctx context.Context) error {
 		gone, seen, err := q.waitGone(ctx, members[i-1], list.ResourceVersion)
 		if err != nil {
 			return err
+		}
+		if !gone && seen == "" {
+			// The watch ended or failed: pause before listing again rather
+			// than spin against a struggling apiserver.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait.Jitter(50*time.Millisecond, 1)):
+			}
 		}
 		if seen != "" {
 			w.seen = seen
