@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -85,4 +87,60 @@ func TestLeastPrivilege(t *testing.T) {
 	// The Role grants nothing beyond its ConfigMaps.
 	r = as("get", "--configmap", "some-other-configmap")
 	wantExit(t, r, 6)
+}
+
+// TestWithoutLeaseRightsWritersFallBack: a user who may write kubeadm-config
+// but not Leases still loses nothing under contention; the queue is skipped
+// with a warning and retries back off instead.
+func TestWithoutLeaseRightsWritersFallBack(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	_, err := s.admin.RbacV1().Roles(e.ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "configmaps-only"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
+			ResourceNames: []string{"kubeadm-config"}, Verbs: []string{"get", "update"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.admin.RbacV1().RoleBindings(e.ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "configmaps-only"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "configmaps-only"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: testcluster.UnprivilegedUser}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, patches = 6, 4
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	warned := 0
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range patches {
+				r := e.kubectlAs(testcluster.UnprivilegedContext, "kubeadmcfg", "patch", "--no-backup",
+					"--set", fmt.Sprintf("apiServer.extraArgs.nl-w%d-p%d=1", w, p))
+				if r.code != 0 {
+					t.Errorf("writer %d patch %d: %s", w, p, r)
+				}
+				mu.Lock()
+				if strings.Contains(r.stderr, "write queue could not be used") {
+					warned++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	doc := e.document()
+	for w := range writers {
+		for p := range patches {
+			if !strings.Contains(doc, fmt.Sprintf("name: nl-w%d-p%d\n", w, p)) {
+				t.Errorf("lost update nl-w%d-p%d", w, p)
+			}
+		}
+	}
+	t.Logf("%d of %d patches fell back from the queue with a warning", warned, writers*patches)
 }
