@@ -84,9 +84,14 @@ func TestLeastPrivilege(t *testing.T) {
 	if _, err := os.Stat(file); err != nil {
 		t.Fatal(err)
 	}
-	// The Role grants nothing beyond its ConfigMaps.
+	// The Role grants nothing beyond its ConfigMaps and the queue's Leases:
+	// a controller's leader-election Lease stays out of reach.
 	r = as("get", "--configmap", "some-other-configmap")
 	wantExit(t, r, 6)
+	r = e.kubectlAs(testcluster.UnprivilegedContext, "delete", "lease", "kube-controller-manager")
+	if r.code == 0 || !strings.Contains(r.stderr, "forbidden") {
+		t.Fatalf("the Role lets its holder delete a leader-election Lease: %s", r)
+	}
 }
 
 // TestWithoutLeaseRightsWritersFallBack: a user who may write kubeadm-config

@@ -17,6 +17,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -46,6 +47,18 @@ const (
 // DefaultTTL is how long a Lease may go unrenewed before the writer behind
 // it takes it for dead.
 const DefaultTTL = 5 * time.Second
+
+// Slots is how many writers of one ConfigMap can queue at once. Queue
+// Leases have fixed names, so that a Role can grant get, patch and delete on
+// those names alone and never on the namespace's other Leases (a controller's
+// leader election, say); a writer that finds every slot taken falls back to
+// backoff.
+const Slots = 64
+
+// SlotName is the name of one queue Lease of a ConfigMap.
+func SlotName(configMap string, slot int) string {
+	return fmt.Sprintf("kubeadmcfg-turn-%s-%02d", configMap, slot)
+}
 
 // Queue is the queue of writers of one ConfigMap.
 type Queue struct {
@@ -79,13 +92,21 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 	ttl := q.ttl()
 	now := metav1.NowMicro()
 	seconds := int32(min(max(ttl/time.Second, 1), 3600))
-	mine, err := leases.Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: "kubeadmcfg-turn-" + q.Name + "-",
-			Labels:       map[string]string{ManagedByLabel: ManagedBy, QueueLabel: q.Name},
-		},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: &q.Identity, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now},
-	}, metav1.CreateOptions{FieldManager: ManagedBy})
+	// Take a free slot, starting anywhere so writers rarely try the same one.
+	var mine *coordinationv1.Lease
+	start := rand.IntN(Slots) //nolint:gosec // spreads writers over slots; no secret
+	for i := range Slots {
+		mine, err = leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:   SlotName(q.Name, (start+i)%Slots),
+				Labels: map[string]string{ManagedByLabel: ManagedBy, QueueLabel: q.Name},
+			},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &q.Identity, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now},
+		}, metav1.CreateOptions{FieldManager: ManagedBy})
+		if !apierrors.IsAlreadyExists(err) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("join the write queue: %w", err)
 	}
@@ -94,7 +115,7 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 	renewCtx, stopRenew := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); q.renew(renewCtx, mine.Name, position) }()
+	go func() { defer wg.Done(); q.renew(renewCtx, mine.Name, mine.UID, position) }()
 	w := &waiter{Queue: q, mine: mine.Name, seen: mine.ResourceVersion}
 	release = func() {
 		stopRenew()
@@ -102,7 +123,9 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 		// The turn's context may be over; deleting the Lease must still happen.
 		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = leases.Delete(dctx, mine.Name, metav1.DeleteOptions{})
+		// Only our own copy: if ours expired and the slot was taken again,
+		// the new holder's Lease is not ours to delete.
+		_ = leases.Delete(dctx, mine.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &mine.UID}})
 		// A writer that died behind us would leave its Lease for good if no
 		// one queued after it: remove the ones that have expired.
 		if w.sawStale {
@@ -144,7 +167,7 @@ func (q *Queue) Busy(ctx context.Context) bool {
 
 // renew keeps the Lease alive; the first renewal records its position, which
 // the new resourceVersion would otherwise lose.
-func (q *Queue) renew(ctx context.Context, name string, position uint64) {
+func (q *Queue) renew(ctx context.Context, name string, uid types.UID, position uint64) {
 	ticker := time.NewTicker(q.ttl() / 3)
 	defer ticker.Stop()
 	for {
@@ -153,8 +176,9 @@ func (q *Queue) renew(ctx context.Context, name string, position uint64) {
 			return
 		case <-ticker.C:
 		}
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"%d"}},"spec":{"renewTime":%q}}`,
-			PositionAnnotation, position, metav1.NowMicro().UTC().Format(metav1.RFC3339Micro))
+		// The uid makes the patch fail on a slot someone else holds now.
+		patch := fmt.Sprintf(`{"metadata":{"uid":%q,"annotations":{%q:"%d"}},"spec":{"renewTime":%q}}`,
+			uid, PositionAnnotation, position, metav1.NowMicro().UTC().Format(metav1.RFC3339Micro))
 		_, _ = q.Client.Leases(q.Namespace).Patch(ctx, name, types.MergePatchType, []byte(patch),
 			metav1.PatchOptions{FieldManager: ManagedBy})
 	}
