@@ -151,7 +151,7 @@ func (s *Store) Write(doc []byte, meta Meta) (*Backup, error) {
 	}
 	content := append(encodeHeader(meta), doc...)
 	final := filepath.Join(s.Dir, name)
-	if err := writeAtomic(s.Dir, final, content); err != nil {
+	if err := writeAtomic(final, content, false); err != nil {
 		return nil, exitcode.Failuref("write backup: %w", err)
 	}
 	return &Backup{Name: name, Path: final, Size: int64(len(content)), Meta: meta, Document: doc}, nil
@@ -174,10 +174,13 @@ func encodeHeader(m Meta) []byte {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// writeAtomic writes content to a temporary file in dir, syncs it, links it
-// to final (which must not exist) and syncs the directory.
-func writeAtomic(dir, final string, content []byte) error {
-	tmp, err := os.CreateTemp(dir, ".tmp-")
+// writeAtomic writes content to a temporary file beside final, syncs it,
+// puts it in place and syncs the directory, so final is either absent, the
+// old file or the whole new one. A backup is linked into place, which fails
+// rather than replace a file; other files are renamed over the old one.
+func writeAtomic(final string, content []byte, replace bool) error {
+	dir := filepath.Dir(final)
+	tmp, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(final)+"-")
 	if err != nil {
 		return err
 	}
@@ -185,8 +188,12 @@ func writeAtomic(dir, final string, content []byte) error {
 	if err := errors.Join(tmp.Chmod(0o600), writeAll(tmp, content), tmp.Sync(), tmp.Close()); err != nil {
 		return err
 	}
-	// A link, not a rename: it fails instead of replacing an existing file.
-	if err := os.Link(tmp.Name(), final); err != nil {
+	if replace {
+		err = os.Rename(tmp.Name(), final)
+	} else {
+		err = os.Link(tmp.Name(), final)
+	}
+	if err != nil {
 		return err
 	}
 	return syncDir(dir)
@@ -204,20 +211,7 @@ func syncDir(dir string) error {
 // WriteFile writes data to path atomically with mode 0600, replacing it: the
 // on-disk copies of --write-config and restore --to-file.
 func WriteFile(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-")
-	if err != nil {
-		return exitcode.Failuref("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	err = errors.Join(tmp.Chmod(0o600), writeAll(tmp, data), tmp.Sync(), tmp.Close())
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err == nil {
-		err = syncDir(dir)
-	}
-	if err != nil {
+	if err := writeAtomic(path, data, true); err != nil {
 		return exitcode.Failuref("write %s: %w", path, err)
 	}
 	return nil

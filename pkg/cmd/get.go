@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -112,10 +111,6 @@ func (o *GetOptions) Run(cmd *cobra.Command) error {
 		return exitcode.Invalidf("%s key %q does not hold a YAML document (print it as stored without -o): %w", t, t.Key, err)
 	}
 	return o.Print.Print(o.Out, js)
-}
-
-func parseDocument(doc string) (*clusterconfig.Document, error) {
-	return clusterconfig.Parse([]byte(doc))
 }
 
 // readDocument reads the live ClusterConfiguration under key.

@@ -259,8 +259,7 @@ func (o *PatchOptions) Run(cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
-		return o.report(&WriteResult{ConfigMap: eng.Target.Namespace + "/" + eng.Target.Name, Skipped: true,
-			SkipReason: reason, DryRun: o.Write.DryRun, Warnings: []string{}}, "skipped: "+reason)
+		return o.report(skippedResult(eng.Target, o.Write.DryRun, reason), "skipped: "+reason)
 	}
 	var saved string
 	o.Backup.Attach(eng, o.server, backup.ReasonBeforePatch, &saved)
@@ -282,17 +281,5 @@ func (o *PatchOptions) Run(cmd *cobra.Command) error {
 }
 
 func (o *PatchOptions) report(out *WriteResult, human string) error {
-	if !o.Print.Human() {
-		printWarnings(o.ErrOut, out.Warnings)
-		return o.Print.Print(o.Out, out)
-	}
-	printWarnings(o.ErrOut, out.Warnings)
-	if out.Backup != "" {
-		fmt.Fprintf(o.ErrOut, "backed up the replaced document to %s\n", out.Backup)
-	}
-	if out.Diff != "" {
-		fmt.Fprint(o.Out, out.Diff)
-	}
-	_, err := fmt.Fprintln(o.Out, human)
-	return err
+	return reportWrite(o.IOStreams, o.Print, out, out, human)
 }

@@ -173,8 +173,7 @@ func (o *RestoreOptions) Run(cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
-		return o.report(&RestoreResult{WriteResult: &WriteResult{ConfigMap: eng.Target.Namespace + "/" + eng.Target.Name,
-			Skipped: true, SkipReason: reason, DryRun: o.Write.DryRun, Warnings: []string{}}, Restored: b.Name}, "skipped: "+reason)
+		return o.report(&RestoreResult{WriteResult: skippedResult(eng.Target, o.Write.DryRun, reason), Restored: b.Name}, "skipped: "+reason)
 	}
 	var saved string
 	o.Backup.Attach(eng, o.server, backup.ReasonBeforeRestore, &saved)
@@ -248,14 +247,5 @@ func (o *RestoreOptions) toFile(b *backup.Backup) error {
 }
 
 func (o *RestoreOptions) report(out *RestoreResult, human string) error {
-	printWarnings(o.ErrOut, out.Warnings)
-	if !o.Print.Human() {
-		return o.Print.Print(o.Out, out)
-	}
-	if out.Backup != "" {
-		fmt.Fprintf(o.ErrOut, "backed up the replaced document to %s\n", out.Backup)
-	}
-	fmt.Fprint(o.Out, out.Diff)
-	_, err := fmt.Fprintln(o.Out, human)
-	return err
+	return reportWrite(o.IOStreams, o.Print, out.WriteResult, out, human)
 }

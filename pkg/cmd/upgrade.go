@@ -11,12 +11,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/queue"
@@ -276,7 +278,7 @@ func (f *UpgradeFlags) printStatus(cm *corev1.ConfigMap) error {
 		if err != nil {
 			return "?"
 		}
-		return shortDuration(now.Sub(t))
+		return duration.HumanDuration(now.Sub(t))
 	}
 	w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "STATE\tFROM\tTO\tAGE\tREASON")
@@ -293,21 +295,6 @@ func (f *UpgradeFlags) printStatus(cm *corev1.ConfigMap) error {
 		}
 	}
 	return w.Flush()
-}
-
-// shortDuration renders an age the way kubectl does (5m, 2h, 3d).
-func shortDuration(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
 func newCmdUpgradeStart(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -361,7 +348,7 @@ func (f *UpgradeFlags) liveVersion(ctx context.Context) string {
 	if err != nil {
 		return ""
 	}
-	if parsed, err := parseDocument(doc); err == nil {
+	if parsed, err := clusterconfig.Parse([]byte(doc)); err == nil {
 		return parsed.KubernetesVersion()
 	}
 	return ""

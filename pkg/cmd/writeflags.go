@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
@@ -214,6 +215,27 @@ func NewWriteResult(target engine.Target, res *engine.DocumentResult, withDiff b
 		out.Diff = textdiff.Unified("live/"+target.Key, newLabel, res.Before, res.After)
 	}
 	return out
+}
+
+// skippedResult is the outcome of a write the --if-leader guard skipped.
+func skippedResult(t engine.Target, dryRun, reason string) *WriteResult {
+	return &WriteResult{ConfigMap: t.Namespace + "/" + t.Name, Skipped: true, SkipReason: reason, DryRun: dryRun, Warnings: []string{}}
+}
+
+// reportWrite prints a write's outcome: warnings and the backup taken on
+// ErrOut; then, with -o, the result object printed, otherwise the diff and
+// the human line.
+func reportWrite(streams genericiooptions.IOStreams, print *PrintFlags, out *WriteResult, printed any, human string) error {
+	printWarnings(streams.ErrOut, out.Warnings)
+	if !print.Human() {
+		return print.Print(streams.Out, printed)
+	}
+	if out.Backup != "" {
+		fmt.Fprintf(streams.ErrOut, "backed up the replaced document to %s\n", out.Backup)
+	}
+	fmt.Fprint(streams.Out, out.Diff)
+	_, err := fmt.Fprintln(streams.Out, human)
+	return err
 }
 
 // printWarnings writes each validation warning on its own line.

@@ -158,7 +158,7 @@ func orNone(s string) string {
 // is already in to.
 func (r *Record) Set(c Clock, to State, expect State, force bool, reason string) (changed bool, err error) {
 	if !Known(to) {
-		return false, exitcode.Usagef("unknown state %q (one of: %s)", to, joinStates(States()))
+		return false, exitcode.Usagef("unknown state %q (one of: %s)", to, join(States()))
 	}
 	if expect != "" && r.State != expect {
 		return false, exitcode.Conflictf("the upgrade is in %s, not %s as expected; nothing was changed", r.State, expect)
@@ -168,7 +168,7 @@ func (r *Record) Set(c Clock, to State, expect State, force bool, reason string)
 	}
 	if !force && !allowed(r.State, to) {
 		return false, exitcode.Conflictf("%s -> %s is not allowed; from %s the upgrade may go to: %s (or use --force)",
-			r.State, to, r.State, orNone(joinStates(Allowed(r.State))))
+			r.State, to, r.State, orNone(join(Allowed(r.State))))
 	}
 	r.moveTo(c, to, reason)
 	return true, nil
@@ -177,7 +177,7 @@ func (r *Record) Set(c Clock, to State, expect State, force bool, reason string)
 // SetHost sets a node's status under the same rules as Set.
 func (r *Record) SetHost(c Clock, node string, to HostStatus, expect HostStatus, force bool) (changed bool, err error) {
 	if !KnownHost(to) {
-		return false, exitcode.Usagef("unknown host status %q (one of: %s)", to, joinHosts(HostStatuses()))
+		return false, exitcode.Usagef("unknown host status %q (one of: %s)", to, join(HostStatuses()))
 	}
 	current := r.hostStatus(node)
 	if expect != "" && current != expect {
@@ -188,7 +188,7 @@ func (r *Record) SetHost(c Clock, node string, to HostStatus, expect HostStatus,
 	}
 	if !force && !allowedHost(current, to) {
 		return false, exitcode.Conflictf("host %s: %s -> %s is not allowed; from %s it may go to: %s (or use --force)",
-			node, current, to, current, orNone(joinHosts(AllowedHost(current))))
+			node, current, to, current, orNone(join(AllowedHost(current))))
 	}
 	if to == HostNone {
 		delete(r.Hosts, node)
@@ -255,18 +255,11 @@ func (r *Record) Audit(c Clock, stuckAfter time.Duration) (changed bool, err err
 	return r.Fail(c, fmt.Sprintf("stuck in %s for %s", r.State, age.Round(time.Second)))
 }
 
-func joinStates(states []State) string {
-	s := make([]string, len(states))
-	for i, st := range states {
-		s[i] = string(st)
-	}
-	return strings.Join(s, ", ")
-}
-
-func joinHosts(states []HostStatus) string {
-	s := make([]string, len(states))
-	for i, st := range states {
-		s[i] = string(st)
+// join lists state or status names for messages.
+func join[T ~string](names []T) string {
+	s := make([]string, len(names))
+	for i, n := range names {
+		s[i] = string(n)
 	}
 	return strings.Join(s, ", ")
 }
