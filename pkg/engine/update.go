@@ -61,8 +61,18 @@ type Coordinator interface {
 	Busy(ctx context.Context) bool
 }
 
-// errQueueBusy makes a first attempt give way to writers already queued.
-var errQueueBusy = apierrors.NewConflict(corev1.Resource("configmaps"), "", errors.New("writers are queued"))
+// errQueueBusy makes a first attempt give way to writers already queued. It
+// is not a conflict: nothing was sent, and Result.Conflicts stays honest.
+var errQueueBusy = errors.New("writers are queued")
+
+// dryRun is Options.DryRun, where the zero value means none: an engine
+// built without options writes, and takes part in the queue.
+func (e *Engine) dryRun() DryRun {
+	if e.Options.DryRun == "" {
+		return DryRunNone
+	}
+	return e.Options.DryRun
+}
 
 // Result reports a write.
 type Result struct {
@@ -95,11 +105,11 @@ var backoff = wait.Backoff{Duration: 5 * time.Millisecond, Factor: 2, Jitter: 1,
 // are retried too, until Options.Timeout. Forbidden, not found and invalid
 // are returned at once.
 func (e *Engine) Update(ctx context.Context, mutate Mutate) (*Result, error) {
-	res := &Result{DryRun: e.Options.DryRun}
+	res := &Result{DryRun: e.dryRun()}
 	// While the first read is under way, ask whether writers are queued; if
 	// they are, the first attempt writes nothing and queues behind them.
 	var busy <-chan bool
-	if c := e.Options.Coordinator; c != nil && e.Options.DryRun == DryRunNone {
+	if c := e.Options.Coordinator; c != nil && e.dryRun() == DryRunNone {
 		ch := make(chan bool, 1)
 		go func() { ch <- c.Busy(ctx) }()
 		busy = ch
@@ -117,7 +127,7 @@ func (e *Engine) Update(ctx context.Context, mutate Mutate) (*Result, error) {
 // with the resourceVersion and uid it read as preconditions: a concurrent
 // change makes the delete conflict, and check runs again on the newer copy.
 func (e *Engine) Delete(ctx context.Context, check func(cm *corev1.ConfigMap) error) (*Result, error) {
-	res := &Result{DryRun: e.Options.DryRun}
+	res := &Result{DryRun: e.dryRun()}
 	err := e.retry(ctx, res, func(ctx context.Context) (bool, error) {
 		cms := e.Client.ConfigMaps(e.Target.Namespace)
 		current, err := cms.Get(ctx, e.Target.Name, metav1.GetOptions{})
@@ -129,11 +139,11 @@ func (e *Engine) Delete(ctx context.Context, check func(cm *corev1.ConfigMap) er
 			return true, err
 		}
 		res.Changed = true
-		if e.Options.DryRun == DryRunClient {
+		if e.dryRun() == DryRunClient {
 			return true, nil
 		}
 		var dryRun []string
-		if e.Options.DryRun == DryRunServer {
+		if e.dryRun() == DryRunServer {
 			dryRun = []string{metav1.DryRunAll}
 		}
 		err = cms.Delete(ctx, e.Target.Name, metav1.DeleteOptions{
@@ -180,7 +190,7 @@ func (e *Engine) retry(ctx context.Context, res *Result, attempt func(context.Co
 		if conflict {
 			res.Conflicts++
 		}
-		if conflict && coordinator != nil && release == nil {
+		if (conflict || errors.Is(err, errQueueBusy)) && coordinator != nil && release == nil {
 			// Take a turn instead of colliding again, and keep it until done.
 			var qerr error
 			if release, qerr = coordinator.Acquire(ctx); qerr == nil {
@@ -253,7 +263,7 @@ func (e *Engine) attempt(ctx context.Context, mutate Mutate, res *Result, busy <
 		res.Old = current
 	}
 	res.New = work
-	if e.Options.DryRun == DryRunClient {
+	if e.dryRun() == DryRunClient {
 		return true, nil
 	}
 	if busy != nil {
@@ -266,13 +276,13 @@ func (e *Engine) attempt(ctx context.Context, mutate Mutate, res *Result, busy <
 			return false, ctx.Err()
 		}
 	}
-	if e.Options.BeforeWrite != nil && !missing && e.Options.DryRun != DryRunServer {
+	if e.Options.BeforeWrite != nil && !missing && e.dryRun() != DryRunServer {
 		if err := e.Options.BeforeWrite(ctx, current); err != nil {
 			return true, err
 		}
 	}
 	var dryRun []string
-	if e.Options.DryRun == DryRunServer {
+	if e.dryRun() == DryRunServer {
 		dryRun = []string{metav1.DryRunAll}
 	}
 	var written *corev1.ConfigMap

@@ -102,3 +102,30 @@ func TestUpdateUnchangedDoesNotWrite(t *testing.T) {
 		t.Fatalf("changed=%v updates=%d err=%v", res.Changed, *updates, err)
 	}
 }
+
+// fakeQueue reports writers queued and counts turns.
+type fakeQueue struct{ acquired, released int }
+
+func (q *fakeQueue) Busy(context.Context) bool { return true }
+func (q *fakeQueue) Acquire(context.Context) (func(), error) {
+	q.acquired++
+	return func() { q.released++ }, nil
+}
+
+func TestNewcomerGivesWayToQueuedWriters(t *testing.T) {
+	cs, updates := newFake()
+	q := &fakeQueue{}
+	runs := 0
+	e := &Engine{Client: cs.CoreV1(), Target: Target{Namespace: "kube-system", Name: "kubeadm-config"},
+		Options: Options{Timeout: 5 * time.Second, Coordinator: q}}
+	res, err := e.Update(context.Background(), increment(&runs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first attempt sent nothing and was no conflict; the write came on
+	// the writer's turn, which was released.
+	if *updates != 1 || res.Conflicts != 0 || !res.Queued || q.acquired != 1 || q.released != 1 || res.Attempts != 2 {
+		t.Fatalf("updates %d, conflicts %d, queued %v, acquired %d, released %d, attempts %d",
+			*updates, res.Conflicts, res.Queued, q.acquired, q.released, res.Attempts)
+	}
+}
