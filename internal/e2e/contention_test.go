@@ -19,35 +19,9 @@ import (
 // one present, none failed.
 func TestThirtyTwoWritersLoseNothing(t *testing.T) {
 	e := newEnv(t)
-	const writers, patches = 32, 5
-	var wg sync.WaitGroup
-	results := make([][]result, writers)
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p := range patches {
-				results[w] = append(results[w], e.plugin("patch", "--no-backup", "--set",
-					fmt.Sprintf("apiServer.extraArgs.c-w%d-p%d=%d", w, p, p)))
-			}
-		}()
-	}
-	wg.Wait()
-	for w, rs := range results {
-		for p, r := range rs {
-			if r.code != 0 {
-				t.Errorf("writer %d patch %d: %s", w, p, r)
-			}
-		}
-	}
-	doc := e.document()
-	for w := range writers {
-		for p := range patches {
-			if !strings.Contains(doc, fmt.Sprintf("name: c-w%d-p%d\n", w, p)) {
-				t.Errorf("lost update c-w%d-p%d", w, p)
-			}
-		}
-	}
+	e.storm("c", 32, 5, func(arg string) result {
+		return e.plugin("patch", "--no-backup", "--set", "apiServer.extraArgs."+arg+"=1")
+	})
 	e.wantKubeadmAccepts()
 	e.wantNoLeases(10 * time.Second)
 }

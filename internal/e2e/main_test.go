@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -203,4 +204,41 @@ func wantExit(t *testing.T, r result, code int) {
 			t.Fatalf("want one error line on stderr, got %s", r)
 		}
 	}
+}
+
+// storm runs writers at once, each applying patches one after another with
+// patch(arg), where arg is <prefix>-w<W>-p<P>. Every patch must exit 0 and
+// leave its argument in the document exactly once. It returns the results.
+func (e *env) storm(prefix string, writers, patches int, patch func(arg string) result) []result {
+	e.t.Helper()
+	var mu sync.Mutex
+	var all []result
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range patches {
+				arg := fmt.Sprintf("%s-w%d-p%d", prefix, w, p)
+				r := patch(arg)
+				if r.code != 0 {
+					e.t.Errorf("%s: %s", arg, r)
+				}
+				mu.Lock()
+				all = append(all, r)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	doc := e.document()
+	for w := range writers {
+		for p := range patches {
+			arg := fmt.Sprintf("%s-w%d-p%d", prefix, w, p)
+			if n := strings.Count(doc, "name: "+arg+"\n"); n != 1 {
+				e.t.Errorf("%s is in the document %d times, want once (a lost update)", arg, n)
+			}
+		}
+	}
+	return all
 }

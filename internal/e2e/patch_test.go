@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -58,35 +56,9 @@ func (e *env) wantKubeadmAccepts() {
 
 func TestPatchConcurrentWritersLoseNothing(t *testing.T) {
 	e := newEnv(t)
-	const writers, patches = 8, 10
-	var wg sync.WaitGroup
-	results := make([][]result, writers)
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range patches {
-				results[w] = append(results[w], e.plugin("patch", "--set",
-					fmt.Sprintf("apiServer.extraArgs.e2e-w%d-p%d=%d", w, i, i)))
-			}
-		}()
-	}
-	wg.Wait()
-	for w, rs := range results {
-		for i, r := range rs {
-			if r.code != 0 {
-				t.Errorf("writer %d patch %d: %s", w, i, r)
-			}
-		}
-	}
-	doc := e.document()
-	for w := range writers {
-		for i := range patches {
-			if !strings.Contains(doc, fmt.Sprintf("name: e2e-w%d-p%d\n", w, i)) {
-				t.Errorf("lost update: e2e-w%d-p%d is missing", w, i)
-			}
-		}
-	}
+	e.storm("e2e", 8, 10, func(arg string) result {
+		return e.plugin("patch", "--set", "apiServer.extraArgs."+arg+"=1")
+	})
 	e.wantKubeadmAccepts()
 }
 

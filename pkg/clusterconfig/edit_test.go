@@ -11,13 +11,19 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
-func load(t *testing.T, name string) *Document {
+// readTestDocument returns testdata/documents/NAME.yaml.
+func readTestDocument(t *testing.T, name string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("../../testdata/documents", name+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := Parse(data)
+	return data
+}
+
+func load(t *testing.T, name string) *Document {
+	t.Helper()
+	d, err := Parse(readTestDocument(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,10 +253,7 @@ func TestUnchangedDetection(t *testing.T) {
 
 func TestMarshalKeepsKubeadmLayout(t *testing.T) {
 	for _, name := range []string{"v1beta3", "v1beta4", "v1"} {
-		data, err := os.ReadFile(filepath.Join("../../testdata/documents", name+".yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := readTestDocument(t, name)
 		d, err := Parse(data)
 		if err != nil {
 			t.Fatal(err)
