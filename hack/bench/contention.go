@@ -20,7 +20,6 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/queue"
 )
 
 // form is one way of writing: a name, and a function that adds the argument
@@ -187,16 +186,12 @@ func (env *benchEnv) pluginProcess(ctx context.Context, ns, arg string) (int, er
 func engineForm(cs kubernetes.Interface) func(context.Context, string, string) (int, error) {
 	return func(ctx context.Context, ns, arg string) (int, error) {
 		t := engine.Target{Namespace: ns, Name: "kubeadm-config", Key: engine.DefaultKey}
-		e := &engine.Engine{Client: cs.CoreV1(), Target: t, Options: engine.Options{
-			Timeout:     30 * time.Second,
-			Coordinator: &queue.Queue{Client: cs.CoordinationV1(), Namespace: ns, Name: t.Name, Identity: "bench-" + arg},
-		}}
-		res, err := e.UpdateDocument(ctx, func(d *clusterconfig.Document) error {
-			return d.Set("apiServer.extraArgs."+arg, "1")
-		}, engine.DocumentOptions{Validation: engine.ValidationStrict})
-		if res == nil || res.Result == nil {
+		edit, err := clusterconfig.NewSet("apiServer.extraArgs."+arg, "1")
+		if err != nil {
 			return 0, err
 		}
+		e := engine.New(cs, t, engine.Options{Queue: &engine.QueueOptions{Identity: "bench-" + arg}})
+		res, err := e.UpdateDocument(ctx, edit)
 		return res.Conflicts, err
 	}
 }

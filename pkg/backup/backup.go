@@ -120,7 +120,7 @@ func (s *Store) checkDir() error {
 		return exitcode.Failuref("backup directory: %w", err)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		return exitcode.Usagef("refusing backup directory %s: it is a symlink (give the real path with --backup-dir)", s.Dir)
+		return exitcode.Usagef("refusing backup directory %s: it is a symlink (give its real path)", s.Dir)
 	}
 	if !fi.IsDir() {
 		return exitcode.Usagef("backup directory %s is not a directory", s.Dir)

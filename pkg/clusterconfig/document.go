@@ -107,10 +107,7 @@ func (d *Document) KubernetesVersion() string {
 
 // Clone returns a deep copy.
 func (d *Document) Clone() *Document {
-	js, _ := json.Marshal(d.tree)
-	var tree map[string]any
-	_ = unmarshalJSON(js, &tree)
-	return &Document{tree: tree}
+	return &Document{tree: cloneValue(d.tree).(map[string]any)}
 }
 
 // Equal reports whether two documents hold the same data, whatever their
@@ -128,12 +125,11 @@ func (d *Document) JSON() []byte {
 }
 
 // Marshal returns the document in kubeadm's YAML layout. It fails only on
-// text YAML cannot hold (control characters), which an edit can put there:
-// a usage error.
+// text YAML cannot hold (control characters), which an edit can put there.
 func (d *Document) Marshal() ([]byte, error) {
 	out, err := yaml.JSONToYAML(d.JSON())
 	if err != nil {
-		return nil, exitcode.Usagef("the edited document cannot be written as YAML: %w", err)
+		return nil, fmt.Errorf("the document cannot be written as YAML: %w", err)
 	}
 	return out, nil
 }
@@ -156,7 +152,7 @@ func (d *Document) replaceTree(js []byte) error {
 	}
 	for _, key := range []string{"apiVersion", "kind"} {
 		if !reflect.DeepEqual(tree[key], d.tree[key]) {
-			return exitcode.Usagef("changing %s is refused (the document stays %s %s)", key, d.APIVersion(), d.Kind())
+			return d.refuseTypeChange(key)
 		}
 	}
 	d.tree = tree

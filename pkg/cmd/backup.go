@@ -1,15 +1,15 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
-	"text/tabwriter"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -69,13 +69,21 @@ type BackupOptions struct {
 	Backup  *BackupFlags
 	Print   *PrintFlags
 	Key     string
+
+	engine *engine.Engine
+	server string
 	genericiooptions.IOStreams
+}
+
+// NewBackupOptions returns options with defaults.
+func NewBackupOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *BackupOptions {
+	return &BackupOptions{Cluster: cluster, Backup: NewBackupFlags(), Print: NewPrintFlags(), Key: engine.DefaultKey, IOStreams: streams}
 }
 
 // NewCmdBackup builds the backup command and its list, verify and prune
 // subcommands.
 func NewCmdBackup(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &BackupOptions{Cluster: cluster, Backup: NewBackupFlags(), Print: NewPrintFlags(), Key: engine.DefaultKey, IOStreams: streams}
+	o := NewBackupOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:     "backup",
 		Short:   "Back up the ClusterConfiguration to a file; list, verify and prune backups",
@@ -83,37 +91,53 @@ func NewCmdBackup(cluster *ClusterFlags, streams genericiooptions.IOStreams) *co
 		Example: backupExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Backup.Check(); err != nil {
-				return err
-			}
-			if err := o.Print.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd)
+			return run(cmd.Context(), o, cmd, args)
 		},
 	}
-	o.Backup.AddFlags(cmd, false)
-	o.Print.AddFlags(cmd)
-	cmd.Flags().StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
-	cmd.AddCommand(newCmdBackupList(streams), newCmdBackupVerify(streams), newCmdBackupPrune(streams))
+	o.AddFlags(cmd)
+	cmd.AddCommand(NewCmdBackupList(streams), NewCmdBackupVerify(streams), NewCmdBackupPrune(streams))
 	return cmd
 }
 
+// AddFlags binds the options' flags.
+func (o *BackupOptions) AddFlags(cmd *cobra.Command) {
+	o.Backup.AddFlags(cmd, false)
+	o.Print.AddFlags(cmd)
+	cmd.Flags().StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
+}
+
+// Complete builds the printer and the client.
+func (o *BackupOptions) Complete(_ *cobra.Command, _ []string) error {
+	if err := o.Print.Complete(); err != nil {
+		return err
+	}
+	c, err := o.Cluster.Clients()
+	if err != nil {
+		return err
+	}
+	o.engine, o.server = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{}), c.Server
+	return nil
+}
+
+// Validate checks the flags.
+func (o *BackupOptions) Validate() error {
+	if strings.TrimSpace(o.Key) == "" {
+		return exitcode.Usagef("--key must not be empty")
+	}
+	return o.Backup.Validate()
+}
+
 // Run backs up the live document.
-func (o *BackupOptions) Run(cmd *cobra.Command) error {
-	cs, cfg, err := o.Cluster.Clientset()
+func (o *BackupOptions) Run(ctx context.Context) error {
+	cm, err := o.engine.Get(ctx)
 	if err != nil {
 		return err
 	}
-	t := engine.Target{Namespace: o.Cluster.Namespace(), Name: o.Cluster.ConfigMap, Key: o.Key}
-	cm, err := engine.Get(cmd.Context(), cs.CoreV1(), t)
-	if err != nil {
+	if _, err := engine.DocumentOf(cm, o.engine.Target()); err != nil {
 		return err
 	}
-	if _, err := engine.Document(cm, t); err != nil {
-		return err
-	}
-	b, err := o.Backup.Save(cm, o.Key, cfg.Host, backup.ReasonManual)
+	hook := &backup.Hook{Store: o.Backup.Store(), Keep: o.Backup.Keep, Server: o.server, Reason: backup.ReasonManual}
+	b, err := hook.Save(cm, o.Key, nil)
 	if err != nil {
 		return err
 	}
@@ -122,192 +146,4 @@ func (o *BackupOptions) Run(cmd *cobra.Command) error {
 	}
 	_, err = fmt.Fprintln(o.Out, b.Path)
 	return err
-}
-
-// backupStoreOptions is what list, verify and prune share.
-type backupStoreOptions struct {
-	Backup *BackupFlags
-	Print  *PrintFlags
-	genericiooptions.IOStreams
-}
-
-func newBackupStoreOptions(streams genericiooptions.IOStreams) *backupStoreOptions {
-	return &backupStoreOptions{Backup: NewBackupFlags(), Print: NewPrintFlags(), IOStreams: streams}
-}
-
-func (o *backupStoreOptions) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.Backup.Dir, "backup-dir", o.Backup.Dir, backupDirHelp)
-	o.Print.AddFlags(cmd)
-}
-
-func newCmdBackupList(streams genericiooptions.IOStreams) *cobra.Command {
-	o := newBackupStoreOptions(streams)
-	cmd := &cobra.Command{
-		Use:     "list",
-		Short:   "List backups, oldest first",
-		Long:    "List the backups in --backup-dir, oldest first, with their metadata and whether their checksum holds.",
-		Example: "  # List backups as JSON\n  kubectl kubeadmcfg backup list -o json",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Print.Validate(); err != nil {
-				return err
-			}
-			return o.list()
-		},
-	}
-	o.addFlags(cmd)
-	return cmd
-}
-
-func (o *backupStoreOptions) list() error {
-	store := o.Backup.Store()
-	names, err := store.List()
-	if err != nil {
-		return err
-	}
-	infos := []BackupInfo{}
-	for _, name := range names {
-		b, err := store.Read(name)
-		if err != nil {
-			infos = append(infos, BackupInfo{Name: name, Problems: []string{exitcode.Message(err)}})
-			continue
-		}
-		infos = append(infos, newBackupInfo(b, nil))
-	}
-	if !o.Print.Human() {
-		return o.Print.Print(o.Out, infos)
-	}
-	if len(infos) == 0 {
-		fmt.Fprintf(o.ErrOut, "no backups in %s\n", store.Dir)
-		return nil
-	}
-	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tTIME\tRESOURCEVERSION\tKUBERNETES\tAPIVERSION\tSIZE\tCHECKSUM")
-	for _, i := range infos {
-		if i.Problems != nil {
-			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t-\tunreadable\n", i.Name)
-			continue
-		}
-		check := "ok"
-		if !i.ChecksumOK {
-			check = "MISMATCH"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", i.Name, i.Time.Format(time.RFC3339), i.ResourceVersion,
-			i.KubernetesVersion, i.APIVersion, i.Size, check)
-	}
-	return w.Flush()
-}
-
-func newCmdBackupVerify(streams genericiooptions.IOStreams) *cobra.Command {
-	o := newBackupStoreOptions(streams)
-	var all bool
-	kubeadmVersion := clusterconfig.DefaultKubeadmVersion
-	cmd := &cobra.Command{
-		Use:   "verify (NAME... | --all)",
-		Short: "Check backups' checksums and validate their documents",
-		Long: `Check that each backup is a regular file with an intact header, that its
-document matches its sha256, and that the document is a valid
-ClusterConfiguration. Exit 3 naming what is wrong.`,
-		Example: "  # Verify every backup\n  kubectl kubeadmcfg backup verify --all",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if all == (len(args) > 0) {
-				return exitcode.Usagef("give backup names or --all, not both or neither")
-			}
-			if err := clusterconfig.CheckKubeadmVersion(kubeadmVersion); err != nil {
-				return exitcode.Usagef("--kubeadm-version: %w", err)
-			}
-			if err := o.Print.Validate(); err != nil {
-				return err
-			}
-			return o.verify(args, clusterconfig.ValidateOptions{KubeadmVersion: kubeadmVersion})
-		},
-	}
-	cmd.ValidArgsFunction = completeBackupNames(o.Backup)
-	cmd.Flags().BoolVar(&all, "all", all, "Verify every backup in --backup-dir")
-	cmd.Flags().StringVar(&kubeadmVersion, "kubeadm-version", kubeadmVersion, "Release of kubeadm whose rules validation applies")
-	o.addFlags(cmd)
-	return cmd
-}
-
-func (o *backupStoreOptions) verify(names []string, opts clusterconfig.ValidateOptions) error {
-	store := o.Backup.Store()
-	if len(names) == 0 {
-		var err error
-		if names, err = store.List(); err != nil {
-			return err
-		}
-	}
-	infos := []BackupInfo{}
-	failed := 0
-	for _, name := range names {
-		b, err := store.Read(name)
-		if err != nil {
-			if exitcode.FromError(err) != exitcode.Invalid {
-				return err
-			}
-			failed++
-			infos = append(infos, BackupInfo{Name: name, Problems: []string{exitcode.Message(err)}})
-			continue
-		}
-		problems := b.Verify(opts)
-		if len(problems) > 0 {
-			failed++
-		}
-		infos = append(infos, newBackupInfo(b, problems))
-	}
-	if !o.Print.Human() {
-		if err := o.Print.Print(o.Out, infos); err != nil {
-			return err
-		}
-	} else {
-		for _, i := range infos {
-			if len(i.Problems) == 0 {
-				fmt.Fprintf(o.Out, "%s: ok\n", i.Name)
-			}
-			for _, p := range i.Problems {
-				fmt.Fprintf(o.Out, "%s: %s\n", i.Name, p)
-			}
-		}
-	}
-	if failed > 0 {
-		return exitcode.Invalidf("%d of %d backups failed verification", failed, len(infos))
-	}
-	return nil
-}
-
-func newCmdBackupPrune(streams genericiooptions.IOStreams) *cobra.Command {
-	o := newBackupStoreOptions(streams)
-	cmd := &cobra.Command{
-		Use:     "prune --keep N",
-		Short:   "Remove the oldest backups beyond N",
-		Long:    "Remove the oldest backups in --backup-dir beyond the newest N. Files the plugin did not write are never removed.",
-		Example: "  # Keep the 10 newest backups\n  kubectl kubeadmcfg backup prune --keep 10",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Backup.Check(); err != nil {
-				return err
-			}
-			if err := o.Print.Validate(); err != nil {
-				return err
-			}
-			removed, err := o.Backup.Store().Prune(o.Backup.Keep)
-			if err != nil {
-				return err
-			}
-			if removed == nil {
-				removed = []string{}
-			}
-			if !o.Print.Human() {
-				return o.Print.Print(o.Out, map[string]any{"removed": removed})
-			}
-			for _, name := range removed {
-				fmt.Fprintf(o.Out, "removed %s\n", name)
-			}
-			fmt.Fprintf(o.ErrOut, "%d backups removed\n", len(removed))
-			return nil
-		},
-	}
-	cmd.Flags().IntVar(&o.Backup.Keep, "keep", o.Backup.Keep, "Number of newest backups to keep")
-	o.addFlags(cmd)
-	return cmd
 }

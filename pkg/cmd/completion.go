@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
@@ -92,17 +92,17 @@ func completeNodes(f *UpgradeFlags) cobra.CompletionFunc {
 		if len(args) > 1 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		cs, _, err := f.Cluster.Clientset()
+		c, err := f.Cluster.Clients()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
 		defer cancel()
-		cm, err := cs.CoreV1().ConfigMaps(f.Cluster.Namespace()).Get(ctx, f.StateConfigMap, metav1.GetOptions{})
+		cm, err := engine.New(c.Client, f.target(), engine.Options{}).Get(ctx)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		rec, ok, err := upgrade.Decode(cm.Annotations)
+		rec, ok, err := upgrade.FromConfigMap(cm)
 		if err != nil || !ok {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

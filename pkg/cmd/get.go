@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
@@ -31,7 +30,7 @@ type GetOptions struct {
 	Key         string
 	WriteConfig string
 
-	client kubernetes.Interface
+	engine *engine.Engine
 	genericiooptions.IOStreams
 }
 
@@ -53,13 +52,7 @@ jsonpath or go-template it is decoded first and printed by kubectl's printers.`,
 		Example: getExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd)
+			return run(cmd.Context(), o, cmd, args)
 		},
 	}
 	o.AddFlags(cmd)
@@ -73,11 +66,17 @@ func (o *GetOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.WriteConfig, "write-config", o.WriteConfig, "Also write the ClusterConfiguration, as stored, to this file (atomic, 0600)")
 }
 
-// Complete builds the client.
-func (o *GetOptions) Complete() error {
-	cs, _, err := o.Cluster.Clientset()
-	o.client = cs
-	return err
+// Complete builds the printer and the client.
+func (o *GetOptions) Complete(_ *cobra.Command, _ []string) error {
+	if err := o.Print.Complete(); err != nil {
+		return err
+	}
+	c, err := o.Cluster.Clients()
+	if err != nil {
+		return err
+	}
+	o.engine = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{})
+	return nil
 }
 
 // Validate checks the flags.
@@ -85,12 +84,12 @@ func (o *GetOptions) Validate() error {
 	if strings.TrimSpace(o.Key) == "" {
 		return exitcode.Usagef("--key must not be empty")
 	}
-	return o.Print.Validate()
+	return nil
 }
 
 // Run reads and prints the document.
-func (o *GetOptions) Run(cmd *cobra.Command) error {
-	t, doc, err := readDocument(cmd.Context(), o.client, o.Cluster, o.Key)
+func (o *GetOptions) Run(ctx context.Context) error {
+	doc, err := o.engine.Document(ctx)
 	if err != nil {
 		return err
 	}
@@ -108,18 +107,8 @@ func (o *GetOptions) Run(cmd *cobra.Command) error {
 		err = fmt.Errorf("it is not a mapping")
 	}
 	if err != nil {
+		t := o.engine.Target()
 		return exitcode.Invalidf("%s key %q does not hold a YAML document (print it as stored without -o): %w", t, t.Key, err)
 	}
 	return o.Print.Print(o.Out, js)
-}
-
-// readDocument reads the live ClusterConfiguration under key.
-func readDocument(ctx context.Context, client kubernetes.Interface, cluster *ClusterFlags, key string) (engine.Target, string, error) {
-	t := engine.Target{Namespace: cluster.Namespace(), Name: cluster.ConfigMap, Key: key}
-	cm, err := engine.Get(ctx, client.CoreV1(), t)
-	if err != nil {
-		return t, "", err
-	}
-	doc, err := engine.Document(cm, t)
-	return t, doc, err
 }

@@ -1,14 +1,12 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
@@ -50,7 +48,7 @@ const patchExample = `  # Set an API server argument (stored as the string "fals
   # Write only from the node that holds the controller-manager lease
   kubectl kubeadmcfg patch --if-leader kube-system/kube-controller-manager --set apiServer.extraArgs.v=2`
 
-// editKind is one kind of edit on the command line.
+// editKind is one kind of edit flag.
 type editKind string
 
 const (
@@ -61,11 +59,10 @@ const (
 	editPatchFile editKind = "patch-file"
 )
 
-// edit is one edit flag as given, in command-line order.
-type edit struct {
+// editArg is one edit flag as given, in command-line order.
+type editArg struct {
 	kind editKind
 	arg  string
-	data []byte // patch contents, read by Complete
 }
 
 // editFlag is a repeatable flag that appends to one shared list, so edits
@@ -73,13 +70,13 @@ type edit struct {
 type editFlag struct {
 	kind     editKind
 	typeName string
-	edits    *[]edit
+	args     *[]editArg
 }
 
 func (f *editFlag) String() string { return "" }
 func (f *editFlag) Type() string   { return f.typeName }
 func (f *editFlag) Set(v string) error {
-	*f.edits = append(*f.edits, edit{kind: f.kind, arg: v})
+	*f.args = append(*f.args, editArg{kind: f.kind, arg: v})
 	return nil
 }
 
@@ -91,10 +88,11 @@ type PatchOptions struct {
 	Print       *PrintFlags
 	PatchType   string
 	WriteConfig string
+	// Args are the edit flags as given; Complete parses them into Edits.
+	Args  []editArg
+	Edits clusterconfig.Edits
 
-	edits  []edit
-	client kubernetes.Interface
-	server string
+	engine *engine.Engine
 	genericiooptions.IOStreams
 }
 
@@ -114,13 +112,7 @@ func NewCmdPatch(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cob
 		Example: patchExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd)
+			return run(cmd.Context(), o, cmd, args)
 		},
 	}
 	o.AddFlags(cmd)
@@ -130,156 +122,110 @@ func NewCmdPatch(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cob
 // AddFlags binds the options' flags.
 func (o *PatchOptions) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.Var(&editFlag{editSet, "PATH=VALUE", &o.edits}, "set", "Set PATH to VALUE, parsed as YAML unless the field holds a string (repeatable)")
-	fs.Var(&editFlag{editSetString, "PATH=VALUE", &o.edits}, "set-string", "Set PATH to VALUE as a string (repeatable)")
-	fs.Var(&editFlag{editUnset, "PATH", &o.edits}, "unset", "Remove PATH; on extraArgs, every entry of that name (repeatable)")
-	fs.VarP(&editFlag{editPatch, "PATCH", &o.edits}, "patch", "p", "A patch in JSON or YAML, of --type (repeatable)")
-	fs.Var(&editFlag{editPatchFile, "FILE", &o.edits}, "patch-file", `A file holding a patch, of --type ("-" reads stdin; repeatable)`)
+	fs.Var(&editFlag{editSet, "PATH=VALUE", &o.Args}, "set", "Set PATH to VALUE, parsed as YAML unless the field holds a string (repeatable)")
+	fs.Var(&editFlag{editSetString, "PATH=VALUE", &o.Args}, "set-string", "Set PATH to VALUE as a string (repeatable)")
+	fs.Var(&editFlag{editUnset, "PATH", &o.Args}, "unset", "Remove PATH; on extraArgs, every entry of that name (repeatable)")
+	fs.VarP(&editFlag{editPatch, "PATCH", &o.Args}, "patch", "p", "A patch in JSON or YAML, of --type (repeatable)")
+	fs.Var(&editFlag{editPatchFile, "FILE", &o.Args}, "patch-file", `A file holding a patch, of --type ("-" reads stdin; repeatable)`)
 	fs.StringVar(&o.PatchType, "type", o.PatchType, "The type of the patches: merge (RFC 7386) or json (RFC 6902)")
-	_ = cmd.RegisterFlagCompletionFunc("set", completePaths)
-	_ = cmd.RegisterFlagCompletionFunc("set-string", completePaths)
-	_ = cmd.RegisterFlagCompletionFunc("unset", completePaths)
+	for _, name := range []string{"set", "set-string", "unset"} {
+		_ = cmd.RegisterFlagCompletionFunc(name, completePaths)
+	}
 	fs.StringVar(&o.WriteConfig, "write-config", o.WriteConfig, "After a successful patch, also write the resulting ClusterConfiguration to this file (atomic, 0600)")
 	o.Write.AddFlags(cmd)
 	o.Backup.AddFlags(cmd, true)
 	o.Print.AddFlags(cmd)
 }
 
-// Complete reads patch files and builds the client.
-func (o *PatchOptions) Complete() error {
-	for i, e := range o.edits {
-		switch e.kind {
-		case editPatch:
-			o.edits[i].data = []byte(e.arg)
-		case editPatchFile:
-			data, err := readFileOrStdin(e.arg, o.In)
-			if err != nil {
-				return err
-			}
-			o.edits[i].data = data
-		}
+// Complete parses the edits, once, into values of the document model, then
+// builds the write pipeline.
+func (o *PatchOptions) Complete(_ *cobra.Command, _ []string) error {
+	if err := o.parseEdits(); err != nil {
+		return err
 	}
-	cs, cfg, err := o.Cluster.Clientset()
+	o.Write.Complete()
+	if err := o.Print.Complete(); err != nil {
+		return err
+	}
+	c, err := o.Cluster.Clients()
 	if err != nil {
 		return err
 	}
-	o.client, o.server = cs, cfg.Host
+	o.engine = o.Write.ToEngine(c, o.Cluster, o.Backup.Hook(c.Server, backup.ReasonBeforePatch))
 	return nil
 }
 
-func readFileOrStdin(name string, stdin io.Reader) ([]byte, error) {
-	if name == "-" {
-		data, err := io.ReadAll(stdin)
-		if err != nil {
-			return nil, exitcode.Failuref("read the patch from stdin: %w", err)
-		}
-		return data, nil
-	}
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return nil, exitcode.Usagef("cannot read the patch file: %w", err)
-	}
-	return data, nil
-}
-
-// Validate checks the edits without touching the cluster: every path parses,
-// every --set has a value, and every patch is JSON or YAML of --type.
-func (o *PatchOptions) Validate() error {
-	if len(o.edits) == 0 {
-		return exitcode.Usagef("nothing to do: give at least one --set, --set-string, --unset, --patch or --patch-file")
-	}
+func (o *PatchOptions) parseEdits() error {
 	if o.PatchType != "merge" && o.PatchType != "json" {
 		if o.PatchType == "strategic" {
 			return exitcode.Usagef("--type must be one of merge, json, not %q (a ClusterConfiguration has no strategic merge schema)", o.PatchType)
 		}
 		return exitcode.Usagef("--type must be one of merge, json, not %q", o.PatchType)
 	}
-	for _, e := range o.edits {
-		switch e.kind {
-		case editSet, editSetString:
-			path, _, ok := strings.Cut(e.arg, "=")
-			if !ok {
-				return exitcode.Usagef("--%s needs PATH=VALUE, not %q", e.kind, e.arg)
-			}
-			if _, err := clusterconfig.ParsePath(path); err != nil {
-				return err
-			}
-		case editUnset:
-			if _, err := clusterconfig.ParsePath(e.arg); err != nil {
-				return err
-			}
-		case editPatch, editPatchFile:
-			if err := clusterconfig.CheckPatch(e.data, o.PatchType == "json"); err != nil {
-				return err
-			}
-		}
-	}
-	if err := o.Write.Check(); err != nil {
-		return err
-	}
-	if err := o.Backup.Check(); err != nil {
-		return err
-	}
-	return o.Print.Validate()
-}
-
-// apply runs the edits, in order, on doc.
-func (o *PatchOptions) apply(doc *clusterconfig.Document) error {
-	for _, e := range o.edits {
+	o.Edits = nil
+	for _, a := range o.Args {
+		var e clusterconfig.Edit
 		var err error
-		switch e.kind {
+		switch a.kind {
 		case editSet, editSetString:
-			path, value, _ := strings.Cut(e.arg, "=")
-			if e.kind == editSet {
-				err = doc.Set(path, value)
-			} else {
-				err = doc.SetString(path, value)
+			path, value, ok := strings.Cut(a.arg, "=")
+			switch {
+			case !ok:
+				err = exitcode.Usagef("--%s needs PATH=VALUE, not %q", a.kind, a.arg)
+			case a.kind == editSet:
+				e, err = clusterconfig.NewSet(path, value)
+			default:
+				e, err = clusterconfig.NewSetString(path, value)
 			}
 		case editUnset:
-			err = doc.Unset(e.arg)
+			e, err = clusterconfig.NewUnset(a.arg)
 		case editPatch, editPatchFile:
+			data := []byte(a.arg)
+			if a.kind == editPatchFile {
+				if data, err = readInput(a.arg, "the patch file", o.In); err != nil {
+					return err
+				}
+			}
 			if o.PatchType == "json" {
-				err = doc.JSONPatch(e.data)
+				e, err = clusterconfig.NewJSONPatch(data)
 			} else {
-				err = doc.MergePatch(e.data)
+				e, err = clusterconfig.NewMergePatch(data)
 			}
 		}
 		if err != nil {
 			return err
 		}
+		o.Edits = append(o.Edits, e)
 	}
 	return nil
 }
 
-// Run writes the edits through the engine and reports the outcome.
-func (o *PatchOptions) Run(cmd *cobra.Command) error {
-	ctx := cmd.Context()
-	eng := o.Write.Engine(o.client, o.Cluster)
-	if reason, err := o.Write.CheckLeader(ctx, o.client); err != nil || reason != "" {
-		if err != nil {
-			return err
-		}
-		return o.report(skippedResult(eng.Target, o.Write.DryRun, reason), "skipped: "+reason)
+// Validate checks the options without I/O.
+func (o *PatchOptions) Validate() error {
+	if len(o.Edits) == 0 {
+		return exitcode.Usagef("nothing to do: give at least one --set, --set-string, --unset, --patch or --patch-file")
 	}
-	var saved string
-	o.Backup.Attach(eng, o.server, backup.ReasonBeforePatch, &saved)
-	res, err := eng.UpdateDocument(ctx, o.apply, o.Write.DocumentOptions())
+	if err := o.Write.ValidateFlags(); err != nil {
+		return err
+	}
+	return o.Backup.Validate()
+}
+
+// Run writes the edits through the engine and reports the outcome.
+func (o *PatchOptions) Run(ctx context.Context) error {
+	res, err := o.engine.UpdateDocument(ctx, o.Edits...)
 	if err != nil {
 		return err
 	}
-	out := NewWriteResult(eng.Target, res, o.Write.Diff, "edited/"+eng.Target.Key)
-	out.Backup = saved
-	if err := o.report(out, res.Describe(eng.Target.Name, "patched")); err != nil {
+	t := o.engine.Target()
+	out := newWriteResult(t, res, "patched", o.Write.Diff, "edited/"+t.Key)
+	if err := printWrite(o.IOStreams, o.Print, out, out); err != nil {
 		return err
 	}
-	if o.WriteConfig != "" && res.DryRun == engine.DryRunNone {
+	if o.WriteConfig != "" && !res.Skipped && res.DryRun == engine.DryRunNone {
 		if err := backup.WriteFile(o.WriteConfig, res.After); err != nil {
 			return fmt.Errorf("the cluster was written, but not the --write-config copy: %w", err)
 		}
 	}
 	return nil
-}
-
-func (o *PatchOptions) report(out *WriteResult, human string) error {
-	return reportWrite(o.IOStreams, o.Print, out, out, human)
 }

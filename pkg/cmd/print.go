@@ -22,6 +22,7 @@ type PrintFlags struct {
 	OutputFormat string
 	jsonYaml     *genericclioptions.JSONYamlPrintFlags
 	template     *genericclioptions.KubeTemplatePrintFlags
+	printer      printers.ResourcePrinter // built by Complete
 }
 
 // NewPrintFlags returns print flags with the human format as default.
@@ -63,28 +64,33 @@ func (f *PrintFlags) ToPrinter() (printers.ResourcePrinter, error) {
 	return p, nil
 }
 
-// Validate checks the format without printing anything.
-func (f *PrintFlags) Validate() error {
+// Complete builds the printer for the chosen format (a template file is
+// read here), or returns a usage error.
+func (f *PrintFlags) Complete() error {
 	if f.Human() {
 		return nil
 	}
-	_, err := f.ToPrinter()
+	p, err := f.ToPrinter()
+	f.printer = p
 	return err
 }
 
-// Print renders v (any JSON-serialisable value) with the chosen printer.
+// Print renders v (any JSON-serialisable value, or JSON bytes) with the
+// printer Complete built.
 func (f *PrintFlags) Print(w io.Writer, v any) error {
-	p, err := f.ToPrinter()
-	if err != nil {
-		return err
+	if f.printer == nil {
+		if err := f.Complete(); err != nil {
+			return err
+		}
 	}
 	raw, ok := v.([]byte)
 	if !ok {
+		var err error
 		if raw, err = json.Marshal(v); err != nil {
 			return fmt.Errorf("encode output: %w", err)
 		}
 	}
-	if err := p.PrintObj(&runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}, w); err != nil {
+	if err := f.printer.PrintObj(&runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}, w); err != nil {
 		return exitcode.Usagef("cannot print the result with --output %q: %w", f.OutputFormat, err)
 	}
 	return nil

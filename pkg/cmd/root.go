@@ -11,11 +11,10 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -30,68 +29,6 @@ update is lost, and a document kubeadm would reject is never written.
 Exit codes: 0 success (also "unchanged" and "skipped"), 1 other error,
 2 usage error, 3 invalid configuration, 4 conflict or precondition not met,
 5 not found, 6 forbidden or unauthorized.`
-
-// ClusterFlags are the connection flags every verb shares: kubectl's own
-// (--kubeconfig, --context, -n, --as, --request-timeout, ...) plus the name of
-// the ConfigMap that holds the ClusterConfiguration.
-type ClusterFlags struct {
-	ConfigFlags *genericclioptions.ConfigFlags
-	ConfigMap   string
-}
-
-// NewClusterFlags returns the flags with kubeadm's defaults.
-func NewClusterFlags() *ClusterFlags {
-	cf := genericclioptions.NewConfigFlags(false)
-	ns := "kube-system"
-	cf.Namespace = &ns
-	// Accepted for kubectl's sake, but the plugin does no discovery, so it
-	// caches nothing; an empty default keeps help the same on every machine.
-	noCache := ""
-	cf.CacheDir = &noCache
-	return &ClusterFlags{ConfigFlags: cf, ConfigMap: "kubeadm-config"}
-}
-
-// AddFlags binds the flags to the root command's persistent flag set.
-func (f *ClusterFlags) AddFlags(cmd *cobra.Command) {
-	f.ConfigFlags.AddFlags(cmd.PersistentFlags())
-	cmd.PersistentFlags().StringVar(&f.ConfigMap, "configmap", f.ConfigMap, "Name of the ConfigMap that holds the ClusterConfiguration")
-}
-
-// Namespace is the namespace of the ConfigMaps the plugin works on.
-func (f *ClusterFlags) Namespace() string {
-	if f.ConfigFlags.Namespace != nil && *f.ConfigFlags.Namespace != "" {
-		return *f.ConfigFlags.Namespace
-	}
-	return "kube-system"
-}
-
-// RESTConfig builds the client configuration without discovery: the plugin
-// talks to known core and coordination endpoints only.
-func (f *ClusterFlags) RESTConfig() (*rest.Config, error) {
-	cfg, err := f.ConfigFlags.ToRESTConfig()
-	if err != nil {
-		return nil, exitcode.Failuref("cannot load the kubeconfig: %w", err)
-	}
-	cfg = rest.CopyConfig(cfg)
-	// Writers under contention retry quickly; client-side throttling would only
-	// add latency on top of the server's own flow control.
-	cfg.QPS, cfg.Burst = 50, 100
-	cfg.UserAgent = "kubectl-kubeadmcfg"
-	return cfg, nil
-}
-
-// Clientset builds a typed client.
-func (f *ClusterFlags) Clientset() (kubernetes.Interface, *rest.Config, error) {
-	cfg, err := f.RESTConfig()
-	if err != nil {
-		return nil, nil, err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, exitcode.Failuref("cannot build a client: %w", err)
-	}
-	return cs, cfg, nil
-}
 
 // NewCmdRoot builds the command tree.
 func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
@@ -147,6 +84,28 @@ func Run(streams genericiooptions.IOStreams, args []string) error {
 		if !errors.As(err, &typed) {
 			return exitcode.Usagef("%w (see 'kubectl kubeadmcfg --help')", err)
 		}
+	}
+	return withHint(err)
+}
+
+// withHint adds to a domain error the flag that fixes it. Domain packages
+// say what is wrong in their own terms; only this layer knows the flags.
+func withHint(err error) error {
+	var value *clusterconfig.ValueError
+	var backupErr *engine.BackupError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, engine.ErrUnauthorized):
+		return exitcode.WithHint(err, "check --kubeconfig, --context, --token")
+	case errors.Is(err, engine.ErrUnreachable):
+		return exitcode.WithHint(err, "check --kubeconfig and --context")
+	case errors.Is(err, engine.ErrGaveUp) && exitcode.FromError(err) == exitcode.Conflict:
+		return exitcode.WithHint(err, "retry, or raise --timeout")
+	case errors.As(err, &backupErr):
+		return exitcode.WithHint(err, "use --no-backup to skip it")
+	case errors.As(err, &value):
+		return exitcode.WithHint(err, "use --set-string to store it as text")
 	}
 	return err
 }

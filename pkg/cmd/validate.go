@@ -1,11 +1,12 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
@@ -29,7 +30,7 @@ type ValidateOptions struct {
 	Key            string
 	KubeadmVersion string
 
-	client kubernetes.Interface
+	engine *engine.Engine // nil with -f
 	genericiooptions.IOStreams
 }
 
@@ -40,10 +41,15 @@ type ValidateResult struct {
 	clusterconfig.FileReport
 }
 
+// NewValidateOptions returns options with defaults.
+func NewValidateOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *ValidateOptions {
+	return &ValidateOptions{Cluster: cluster, Print: NewPrintFlags(), Key: engine.DefaultKey,
+		KubeadmVersion: clusterconfig.DefaultKubeadmVersion, IOStreams: streams}
+}
+
 // NewCmdValidate builds the validate command.
 func NewCmdValidate(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ValidateOptions{Cluster: cluster, Print: NewPrintFlags(), Key: engine.DefaultKey,
-		KubeadmVersion: clusterconfig.DefaultKubeadmVersion, IOStreams: streams}
+	o := NewValidateOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:   "validate [-f FILE]",
 		Short: "Check a ClusterConfiguration the way kubeadm does",
@@ -57,24 +63,35 @@ and the others are listed as not checked. A file without one is invalid.`,
 		Example: validateExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if o.Filename == "" {
-				cs, _, err := o.Cluster.Clientset()
-				if err != nil {
-					return err
-				}
-				o.client = cs
-			}
-			return o.Run(cmd)
+			return run(cmd.Context(), o, cmd, args)
 		},
 	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// AddFlags binds the options' flags.
+func (o *ValidateOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.Filename, "filename", "f", o.Filename, `A kubeadm config file to validate instead of the live document ("-" reads stdin)`)
 	cmd.Flags().StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
 	cmd.Flags().StringVar(&o.KubeadmVersion, "kubeadm-version", o.KubeadmVersion, "Release of kubeadm whose rules to apply")
 	o.Print.AddFlags(cmd)
-	return cmd
+}
+
+// Complete builds the printer, and the client unless a file is given.
+func (o *ValidateOptions) Complete(_ *cobra.Command, _ []string) error {
+	if err := o.Print.Complete(); err != nil {
+		return err
+	}
+	if o.Filename != "" {
+		return nil
+	}
+	c, err := o.Cluster.Clients()
+	if err != nil {
+		return err
+	}
+	o.engine = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{})
+	return nil
 }
 
 // Validate checks the flags.
@@ -82,25 +99,29 @@ func (o *ValidateOptions) Validate() error {
 	if err := clusterconfig.CheckKubeadmVersion(o.KubeadmVersion); err != nil {
 		return exitcode.Usagef("--kubeadm-version: %w", err)
 	}
-	return o.Print.Validate()
+	if strings.TrimSpace(o.Key) == "" {
+		return exitcode.Usagef("--key must not be empty")
+	}
+	return nil
 }
 
 // Run validates and prints every problem.
-func (o *ValidateOptions) Run(cmd *cobra.Command) error {
+func (o *ValidateOptions) Run(ctx context.Context) error {
 	opts := clusterconfig.ValidateOptions{KubeadmVersion: o.KubeadmVersion}
 	var out ValidateResult
-	if o.Filename != "" {
-		data, err := readFileOrStdin(o.Filename, o.In)
+	if o.engine == nil {
+		data, err := readInput(o.Filename, "the config file", o.In)
 		if err != nil {
 			return err
 		}
 		out.Source = o.Filename
 		out.FileReport = *clusterconfig.ValidateFile(data, opts)
 	} else {
-		t, doc, err := readDocument(cmd.Context(), o.client, o.Cluster, o.Key)
+		doc, err := o.engine.Document(ctx)
 		if err != nil {
 			return err
 		}
+		t := o.engine.Target()
 		out.Source = fmt.Sprintf("%s/%s key %s", t.Namespace, t.Name, t.Key)
 		out.FileReport = clusterconfig.FileReport{Report: *clusterconfig.Validate([]byte(doc), opts), NotChecked: []clusterconfig.FileDocument{}}
 	}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 
@@ -25,20 +26,28 @@ type VersionInfo struct {
 	Platform  string `json:"platform"`
 }
 
+// NewVersionOptions returns options with defaults.
+func NewVersionOptions(streams genericiooptions.IOStreams) *VersionOptions {
+	return &VersionOptions{Print: NewPrintFlags(), IOStreams: streams}
+}
+
+// Complete builds the printer.
+func (o *VersionOptions) Complete(*cobra.Command, []string) error { return o.Print.Complete() }
+
+// Validate has nothing to check.
+func (o *VersionOptions) Validate() error { return nil }
+
 // NewCmdVersion builds the version command.
 func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &VersionOptions{Print: NewPrintFlags(), IOStreams: streams}
+	o := NewVersionOptions(streams)
 	cmd := &cobra.Command{
 		Use:     "version",
 		Short:   "Print the plugin's version",
 		Long:    "Print the version, commit and build date the plugin was built with.",
 		Example: "  # Print the version as JSON\n  kubectl kubeadmcfg version -o json",
 		Args:    cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if err := o.Print.Validate(); err != nil {
-				return err
-			}
-			return o.Run()
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return run(cmd.Context(), o, cmd, args)
 		},
 	}
 	o.Print.AddFlags(cmd)
@@ -46,7 +55,7 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 }
 
 // Run prints the version.
-func (o *VersionOptions) Run() error {
+func (o *VersionOptions) Run(context.Context) error {
 	info := VersionInfo{
 		Version: version.Version, Commit: version.Commit, Date: version.Date,
 		GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -10,65 +9,45 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
-// Validation is kubectl's --validate: strict refuses to write an invalid
-// document, warn writes it and reports the problems, ignore skips the check.
-type Validation string
-
-// The --validate values.
-const (
-	ValidationStrict Validation = "strict"
-	ValidationWarn   Validation = "warn"
-	ValidationIgnore Validation = "ignore"
-)
-
-// DocumentOptions tune a document write.
-type DocumentOptions struct {
-	Validation Validation
-	Validate   clusterconfig.ValidateOptions
-}
-
 // DocumentResult reports a document write: the engine's result plus the
 // document before and after the edit, and validation warnings.
 type DocumentResult struct {
-	*Result
+	Result
 	Before   []byte
 	After    []byte
 	Warnings []string
 }
 
-// Edit changes a freshly read document. Like Mutate it may run more than
-// once, each time on a newer document.
-type Edit func(doc *clusterconfig.Document) error
-
-// UpdateDocument applies edit to the ClusterConfiguration stored under
-// Target.Key, validates the result, and writes it only if it changed.
-func (e *Engine) UpdateDocument(ctx context.Context, edit Edit, opts DocumentOptions) (*DocumentResult, error) {
+// UpdateDocument applies edits, in order, to the ClusterConfiguration stored
+// under Target.Key, validates the result, and writes it only if it changed.
+// On a conflict the same edits are applied to the newer document.
+func (e *Engine) UpdateDocument(ctx context.Context, edits ...clusterconfig.Edit) (*DocumentResult, error) {
 	out := &DocumentResult{}
-	res, err := e.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
+	var old *clusterconfig.Document // the document the write replaces, parsed once
+	res, err := e.update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
 		out.Warnings = nil
-		raw, err := Document(cm, e.Target)
+		raw, err := DocumentOf(cm, e.target)
 		if err != nil {
 			return false, err
 		}
 		out.Before, out.After = []byte(raw), []byte(raw)
-		doc, err := clusterconfig.Parse([]byte(raw))
-		if err != nil {
+		if old, err = clusterconfig.Parse([]byte(raw)); err != nil {
 			return false, exitcode.Invalidf("the stored ClusterConfiguration cannot be edited: %w", err)
 		}
-		edited := doc.Clone()
-		if err := edit(edited); err != nil {
+		edited := old.Clone()
+		if err := clusterconfig.Edits(edits).Apply(edited); err != nil {
 			return false, err
 		}
-		if edited.Equal(doc) {
+		if edited.Equal(old) {
 			return false, nil
 		}
 		data, err := edited.Marshal()
 		if err != nil {
-			return false, err
+			return false, exitcode.Usagef("the edited document cannot be stored: %w", err)
 		}
-		return true, e.store(cm, data, opts, out)
-	})
-	out.Result = res
+		return true, e.store(cm, data, edited.Validate, out)
+	}, e.backup(out, func() *clusterconfig.Document { return old }))
+	out.Result = *res
 	return out, err
 }
 
@@ -76,11 +55,15 @@ func (e *Engine) UpdateDocument(ctx context.Context, edit Edit, opts DocumentOpt
 // Target.Key (restore). check runs on every freshly read copy before the
 // write, so a precondition is checked against the document actually
 // replaced, even after a conflict.
-func (e *Engine) ReplaceDocument(ctx context.Context, data []byte, check func(cm *corev1.ConfigMap) error, opts DocumentOptions) (*DocumentResult, error) {
+func (e *Engine) ReplaceDocument(ctx context.Context, data []byte, check func(cm *corev1.ConfigMap) error) (*DocumentResult, error) {
 	out := &DocumentResult{}
-	res, err := e.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
+	validate := func(opts clusterconfig.ValidateOptions) *clusterconfig.Report {
+		return clusterconfig.Validate(data, opts)
+	}
+	var raw string
+	res, err := e.update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
 		out.Warnings = nil
-		raw := cm.Data[e.Target.Key]
+		raw = cm.Data[e.target.Key]
 		out.Before, out.After = []byte(raw), []byte(raw)
 		if err := check(cm); err != nil {
 			return false, err
@@ -88,19 +71,49 @@ func (e *Engine) ReplaceDocument(ctx context.Context, data []byte, check func(cm
 		if raw == string(data) {
 			return false, nil
 		}
-		return true, e.store(cm, data, opts, out)
-	})
-	out.Result = res
+		return true, e.store(cm, data, validate, out)
+	}, e.backup(out, func() *clusterconfig.Document {
+		doc, _ := clusterconfig.Parse([]byte(raw)) // a live document that does not parse is what a restore is for
+		return doc
+	}))
+	out.Result = *res
 	return out, err
 }
 
+// backup returns the hook that backs up the document a write replaces and
+// records where it went; nil without a Backuper.
+func (e *Engine) backup(out *DocumentResult, parsed func() *clusterconfig.Document) beforeWrite {
+	if e.opts.Backup == nil {
+		return nil
+	}
+	return func(ctx context.Context, cm *corev1.ConfigMap) error {
+		path, err := e.opts.Backup.Backup(ctx, cm, e.target.Key, parsed())
+		if err != nil {
+			return exitcode.New(exitcode.FromError(err), &BackupError{Err: err})
+		}
+		if path != "" {
+			out.Backup = path
+		}
+		return nil
+	}
+}
+
+// BackupError is a backup that failed before a write, which therefore did
+// not happen.
+type BackupError struct{ Err error }
+
+func (e *BackupError) Error() string {
+	return "backup before writing failed, nothing was written: " + e.Err.Error()
+}
+func (e *BackupError) Unwrap() error { return e.Err }
+
 // store validates data and puts it in cm.
-func (e *Engine) store(cm *corev1.ConfigMap, data []byte, opts DocumentOptions, out *DocumentResult) error {
-	if opts.Validation != ValidationIgnore {
-		report := clusterconfig.Validate(data, opts.Validate)
+func (e *Engine) store(cm *corev1.ConfigMap, data []byte, validate func(clusterconfig.ValidateOptions) *clusterconfig.Report, out *DocumentResult) error {
+	if e.opts.Validation != ValidationIgnore {
+		report := validate(e.opts.Validate)
 		out.Warnings = append(out.Warnings, report.Warnings...)
 		if !report.Valid() {
-			if opts.Validation == ValidationStrict {
+			if e.opts.Validation == ValidationStrict {
 				return exitcode.Invalidf("the result would be invalid, nothing was written: %s", report.Summary())
 			}
 			out.Warnings = append(out.Warnings, report.Errors...)
@@ -110,10 +123,10 @@ func (e *Engine) store(cm *corev1.ConfigMap, data []byte, opts DocumentOptions, 
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
 	}
-	cm.Data[e.Target.Key] = string(data)
+	cm.Data[e.target.Key] = string(data)
 	if size := configMapSize(cm); size > maxConfigMapBytes {
 		return exitcode.Invalidf("the result would make %s %d bytes, over the ConfigMap limit of %d; nothing was written",
-			e.Target, size, maxConfigMapBytes)
+			e.target, size, maxConfigMapBytes)
 	}
 	return nil
 }
@@ -130,18 +143,4 @@ func configMapSize(cm *corev1.ConfigMap) int {
 		n += len(k) + len(v)
 	}
 	return n
-}
-
-// Describe is the one-line human summary of a document write, such as
-// "kubeadm-config patched (resourceVersion 812 -> 815, 2 attempts)".
-func (r *DocumentResult) Describe(name, verb string) string {
-	switch {
-	case !r.Changed:
-		return name + " unchanged"
-	case r.DryRun == DryRunClient:
-		return fmt.Sprintf("%s %s (dry run: nothing sent)", name, verb)
-	case r.DryRun == DryRunServer:
-		return fmt.Sprintf("%s %s (server dry run: nothing written, resourceVersion %s)", name, verb, r.Old.ResourceVersion)
-	}
-	return fmt.Sprintf("%s %s %s", name, verb, r.Result)
 }

@@ -2,21 +2,37 @@
 // Every write is read, apply the caller's edit to that fresh copy, check,
 // compare-and-swap on resourceVersion; on a conflict the edit is applied again
 // to the new copy, never resent from an old snapshot.
+//
+// An Engine is the whole write pipeline, assembled once from Options: the
+// retry budget, the fair queue writers take turns in after a conflict, the
+// --if-leader guard, validation, and the backup of what a write replaces. It
+// returns data (Result, DocumentResult); it prints nothing.
 package engine
 
 import (
 	"context"
 	"fmt"
+	"os"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/queue"
 )
 
 // DefaultKey is the ConfigMap key kubeadm stores the ClusterConfiguration in.
 const DefaultKey = "ClusterConfiguration"
+
+// DefaultTimeout bounds a write when Options.Timeout is not set.
+const DefaultTimeout = 30 * time.Second
 
 // Target names a ConfigMap and, for documents, the key that holds one.
 type Target struct {
@@ -28,21 +44,198 @@ type Target struct {
 // String names the ConfigMap the way messages show it.
 func (t Target) String() string { return fmt.Sprintf("configmap %s/%s", t.Namespace, t.Name) }
 
+// DryRun is kubectl's --dry-run: none writes, client stops before the write,
+// server sends the write with dryRun=All so admission sees it.
+type DryRun string
+
+// The --dry-run values.
+const (
+	DryRunNone   DryRun = "none"
+	DryRunClient DryRun = "client"
+	DryRunServer DryRun = "server"
+)
+
+// Validation is kubectl's --validate: strict refuses to write an invalid
+// document, warn writes it and reports the problems, ignore skips the check.
+type Validation string
+
+// The --validate values.
+const (
+	ValidationStrict Validation = "strict"
+	ValidationWarn   Validation = "warn"
+	ValidationIgnore Validation = "ignore"
+)
+
+// Options assemble the write pipeline. The zero value writes at once, with
+// strict validation, no queue, no leader guard and no backup.
+type Options struct {
+	// Timeout bounds each write, leader check and retries included
+	// (DefaultTimeout when zero).
+	Timeout time.Duration
+	DryRun  DryRun
+	// FieldManager is recorded in managedFields.
+	FieldManager string
+	// CreateIfMissing lets a Mutate start from an empty ConfigMap and
+	// creates it.
+	CreateIfMissing bool
+
+	// Validation and Validate decide how a document write is checked.
+	Validation Validation
+	Validate   clusterconfig.ValidateOptions
+
+	// Queue, when set, makes writers that conflict take turns in a fair
+	// queue of Leases in the ConfigMap's namespace.
+	Queue *QueueOptions
+	// Coordinator replaces the Lease queue (tests, in-process benchmarks).
+	Coordinator Coordinator
+	// Leader, when set, writes only while its Identity holds its Lease.
+	Leader *Leader
+	// Backup, when set, keeps a copy of every document a write replaces.
+	Backup Backuper
+}
+
+// QueueOptions tune the write queue.
+type QueueOptions struct {
+	// TTL is how long a queued writer's Lease may go unrenewed before the
+	// others take the writer for dead.
+	TTL time.Duration
+	// Identity names this writer in its Lease (host/pid by default).
+	Identity string
+}
+
+// Leader names the Lease whose holder alone may write.
+type Leader struct {
+	Namespace, Name string
+	// Identity must match the Lease's holder, exactly or as IDENTITY_<suffix>.
+	Identity string
+}
+
+// Coordinator is how writers that contend take turns. Acquire blocks until
+// the writer may try; the returned release must be called when it is done.
+// Busy reports whether writers are already waiting: a newcomer then joins
+// them instead of cutting in with an optimistic write.
+type Coordinator interface {
+	Acquire(ctx context.Context) (release func(), err error)
+	Busy(ctx context.Context) bool
+}
+
+// Backuper keeps a copy of a document before a write replaces it.
+type Backuper interface {
+	// Backup saves the document under key of cm, the exact copy the write is
+	// about to replace; parsed is that document when it parses, else nil. It
+	// returns where the copy went. An error stops the write.
+	Backup(ctx context.Context, cm *corev1.ConfigMap, key string, parsed *clusterconfig.Document) (string, error)
+}
+
+// Engine reads and writes one ConfigMap with compare-and-swap.
+type Engine struct {
+	client      kubernetes.Interface
+	target      Target
+	opts        Options
+	coordinator Coordinator
+}
+
+// New assembles the pipeline for target.
+func New(client kubernetes.Interface, target Target, opts Options) *Engine {
+	if opts.DryRun == "" {
+		opts.DryRun = DryRunNone
+	}
+	if opts.Validation == "" {
+		opts.Validation = ValidationStrict
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	e := &Engine{client: client, target: target, opts: opts, coordinator: opts.Coordinator}
+	if e.coordinator == nil && opts.Queue != nil && opts.DryRun == DryRunNone {
+		identity := opts.Queue.Identity
+		if identity == "" {
+			identity = fmt.Sprintf("%s/%d", Hostname(), os.Getpid())
+		}
+		e.coordinator = &queue.Queue{Client: client.CoordinationV1(), Namespace: target.Namespace,
+			Name: target.Name, Identity: identity, TTL: opts.Queue.TTL}
+	}
+	return e
+}
+
+// Target is the ConfigMap the engine works on.
+func (e *Engine) Target() Target { return e.target }
+
+// Hostname is this host's name, the default identity of a writer.
+func Hostname() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return "unknown-host"
+	}
+	return host
+}
+
 // Get reads the ConfigMap.
-func Get(ctx context.Context, client corev1client.ConfigMapsGetter, t Target) (*corev1.ConfigMap, error) {
-	cm, err := client.ConfigMaps(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+func (e *Engine) Get(ctx context.Context) (*corev1.ConfigMap, error) {
+	cm, err := e.client.CoreV1().ConfigMaps(e.target.Namespace).Get(ctx, e.target.Name, metav1.GetOptions{})
 	if err != nil {
-		return nil, APIError(err, "get", t.String())
+		return nil, APIError(err, "get", e.target.String())
 	}
 	return cm, nil
 }
 
-// Document returns the document stored under t.Key, or a not-found error
-// that says the ConfigMap exists but lacks the key.
-func Document(cm *corev1.ConfigMap, t Target) (string, error) {
+// Document reads the document stored under Target.Key.
+func (e *Engine) Document(ctx context.Context) (string, error) {
+	cm, err := e.Get(ctx)
+	if err != nil {
+		return "", err
+	}
+	return DocumentOf(cm, e.target)
+}
+
+// DocumentOf returns the document stored under t.Key of cm, or a not-found
+// error that says the ConfigMap exists but lacks the key.
+func DocumentOf(cm *corev1.ConfigMap, t Target) (string, error) {
 	doc, ok := cm.Data[t.Key]
 	if !ok {
 		return "", exitcode.NotFoundf("%s has no key %q (is this a kubeadm cluster?)", t, t.Key)
 	}
 	return doc, nil
+}
+
+// Watch follows the ConfigMap from resourceVersion fromRV and calls handle
+// with every change (Added, Modified, Deleted) until handle returns stop or
+// an error, or ctx ends (which returns nil). A watch the server ends is
+// resumed where it left off.
+func (e *Engine) Watch(ctx context.Context, fromRV string, handle func(watch.EventType, *corev1.ConfigMap) (stop bool, err error)) error {
+	cms := e.client.CoreV1().ConfigMaps(e.target.Namespace)
+	lw := &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", e.target.Name).String()
+			return cms.Watch(ctx, opts)
+		},
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, fromRV, lw)
+	if err != nil {
+		return APIError(err, "watch", e.target.String())
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return exitcode.Failuref("the watch on %s ended", e.target)
+			}
+			if ev.Type == watch.Error {
+				return exitcode.Failuref("watch %s: %v", e.target, ev.Object)
+			}
+			cm, ok := ev.Object.(*corev1.ConfigMap)
+			if !ok {
+				continue
+			}
+			if stop, err := handle(ev.Type, cm); stop || err != nil {
+				return err
+			}
+		}
+	}
 }

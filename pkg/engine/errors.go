@@ -13,6 +13,14 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
+// Sentinels the cobra layer recognises to say which flag to check.
+var (
+	// ErrUnreachable: no connection to the API server.
+	ErrUnreachable = errors.New("cannot reach the API server")
+	// ErrUnauthorized: the server rejected the credentials.
+	ErrUnauthorized = errors.New("unauthorized: the server rejected the credentials")
+)
+
 // APIError turns an error from an API call on object into a typed error with
 // the exit code and a hint on what to do next.
 func APIError(err error, verb, object string) error {
@@ -29,13 +37,13 @@ func APIError(err error, verb, object string) error {
 	case apierrors.IsForbidden(err):
 		return exitcode.New(exitcode.Forbidden, fmt.Errorf("%w (grant %s on it; hack/rbac.yaml has the minimal roles)", err, verb))
 	case apierrors.IsUnauthorized(err):
-		return exitcode.New(exitcode.Forbidden, fmt.Errorf("unauthorized: the server rejected the credentials (check --kubeconfig, --context, --token): %w", err))
+		return exitcode.New(exitcode.Forbidden, fmt.Errorf("%w: %w", ErrUnauthorized, err))
 	case apierrors.IsConflict(err):
 		return exitcode.New(exitcode.Conflict, err)
 	case apierrors.IsInvalid(err), apierrors.IsRequestEntityTooLargeError(err):
 		return exitcode.New(exitcode.Invalid, fmt.Errorf("the server rejected the %s: %w", object, err))
 	case utilnet.IsConnectionRefused(err), utilnet.IsConnectionReset(err), utilnet.IsProbableEOF(err):
-		return exitcode.Failuref("cannot reach the API server (is it up? check --kubeconfig and --context): %w", err)
+		return exitcode.Failuref("%w (is it up?): %w", ErrUnreachable, err)
 	}
 	return exitcode.Failuref("%s %s: %w", verb, object, err)
 }

@@ -62,8 +62,7 @@ func TestUpdateRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cs, _ := newFake(tc.failures...)
 			runs := 0
-			e := &Engine{Client: cs.CoreV1(), Target: Target{Namespace: "kube-system", Name: "kubeadm-config"},
-				Options: Options{Timeout: 5 * time.Second}}
+			e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config"}, Options{Timeout: 5 * time.Second})
 			res, err := e.Update(context.Background(), increment(&runs))
 			if got := exitcode.FromError(err); got != tc.wantErrCode {
 				t.Fatalf("exit code %d, want %d (%v)", got, tc.wantErrCode, err)
@@ -83,8 +82,7 @@ func TestUpdateGivesUpWithConflictCode(t *testing.T) {
 	}
 	cs, _ := newFake(conflicts...)
 	runs := 0
-	e := &Engine{Client: cs.CoreV1(), Target: Target{Namespace: "kube-system", Name: "kubeadm-config"},
-		Options: Options{Timeout: 300 * time.Millisecond}}
+	e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config"}, Options{Timeout: 300 * time.Millisecond})
 	res, err := e.Update(context.Background(), increment(&runs))
 	if exitcode.FromError(err) != exitcode.Conflict {
 		t.Fatalf("want exit 4, got %v", err)
@@ -96,7 +94,7 @@ func TestUpdateGivesUpWithConflictCode(t *testing.T) {
 
 func TestUpdateUnchangedDoesNotWrite(t *testing.T) {
 	cs, updates := newFake()
-	e := &Engine{Client: cs.CoreV1(), Target: Target{Namespace: "kube-system", Name: "kubeadm-config"}}
+	e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config"}, Options{})
 	res, err := e.Update(context.Background(), func(*corev1.ConfigMap) (bool, error) { return false, nil })
 	if err != nil || res.Changed || *updates != 0 {
 		t.Fatalf("changed=%v updates=%d err=%v", res.Changed, *updates, err)
@@ -116,8 +114,7 @@ func TestNewcomerGivesWayToQueuedWriters(t *testing.T) {
 	cs, updates := newFake()
 	q := &fakeQueue{}
 	runs := 0
-	e := &Engine{Client: cs.CoreV1(), Target: Target{Namespace: "kube-system", Name: "kubeadm-config"},
-		Options: Options{Timeout: 5 * time.Second, Coordinator: q}}
+	e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config"}, Options{Timeout: 5 * time.Second, Coordinator: q})
 	res, err := e.Update(context.Background(), increment(&runs))
 	if err != nil {
 		t.Fatal(err)

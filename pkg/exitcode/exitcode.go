@@ -57,6 +57,16 @@ func NotFoundf(format string, a ...any) error { return New(NotFound, fmt.Errorf(
 // Failuref reports any other failure.
 func Failuref(format string, a ...any) error { return New(Failure, fmt.Errorf(format, a...)) }
 
+// WithHint appends what to do to err's message and keeps its exit code:
+// domain packages say what is wrong, the cobra layer adds the flag that
+// fixes it.
+func WithHint(err error, hint string) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Code: FromError(err), Err: fmt.Errorf("%w; %s", err, hint)}
+}
+
 // FromError returns the exit code for err. Typed errors win; API status
 // errors that reach main unwrapped are mapped by their reason.
 func FromError(err error) Code {

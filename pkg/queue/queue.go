@@ -31,12 +31,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/managed"
 )
 
 // Labels and annotations on queue Leases.
 const (
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	ManagedBy      = "kubectl-kubeadmcfg"
 	// QueueLabel names the ConfigMap a Lease queues for.
 	QueueLabel = "kubeadmcfg.io/queue"
 	// PositionAnnotation keeps a Lease's place once a renewal has changed
@@ -99,10 +99,10 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 		mine, err = leases.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:   SlotName(q.Name, (start+i)%Slots),
-				Labels: map[string]string{ManagedByLabel: ManagedBy, QueueLabel: q.Name},
+				Labels: map[string]string{managed.Label: managed.By, QueueLabel: q.Name},
 			},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &q.Identity, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now},
-		}, metav1.CreateOptions{FieldManager: ManagedBy})
+		}, metav1.CreateOptions{FieldManager: managed.By})
 		if !apierrors.IsAlreadyExists(err) {
 			break
 		}
@@ -180,7 +180,7 @@ func (q *Queue) renew(ctx context.Context, name string, uid types.UID, position 
 		patch := fmt.Sprintf(`{"metadata":{"uid":%q,"annotations":{%q:"%d"}},"spec":{"renewTime":%q}}`,
 			uid, PositionAnnotation, position, metav1.NowMicro().UTC().Format(metav1.RFC3339Micro))
 		_, _ = q.Client.Leases(q.Namespace).Patch(ctx, name, types.MergePatchType, []byte(patch),
-			metav1.PatchOptions{FieldManager: ManagedBy})
+			metav1.PatchOptions{FieldManager: managed.By})
 	}
 }
 

@@ -21,10 +21,6 @@ const (
 	KeyReason      = Prefix + "reason"
 	KeyHosts       = Prefix + "hosts"
 	KeyHistory     = Prefix + "history"
-
-	// ManagedByLabel marks the ConfigMaps the plugin manages.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	ManagedBy      = "kubectl-kubeadmcfg"
 )
 
 // HistoryLength is how many transitions a record keeps.
@@ -120,10 +116,10 @@ func (r *Record) moveTo(c Clock, to State, reason string) {
 	r.record(c, string(from), string(to), reason, "")
 }
 
-// CheckVersion checks a Kubernetes version given on the command line.
-func CheckVersion(flag, v string) error {
+// CheckVersion checks a Kubernetes version to record.
+func CheckVersion(v string) error {
 	if _, err := version.ParseSemantic(v); err != nil || !strings.HasPrefix(v, "v") {
-		return exitcode.Usagef("%s must be a Kubernetes version such as v1.37.2, not %q", flag, v)
+		return exitcode.Usagef("want a Kubernetes version such as v1.37.2, not %q", v)
 	}
 	return nil
 }
@@ -167,8 +163,7 @@ func (r *Record) Set(c Clock, to State, expect State, force bool, reason string)
 		return false, nil
 	}
 	if !force && !allowed(r.State, to) {
-		return false, exitcode.Conflictf("%s -> %s is not allowed; from %s the upgrade may go to: %s (or use --force)",
-			r.State, to, r.State, orNone(join(Allowed(r.State))))
+		return false, exitcode.New(exitcode.Conflict, &TransitionError{From: string(r.State), To: string(to), Allowed: join(Allowed(r.State))})
 	}
 	r.moveTo(c, to, reason)
 	return true, nil
@@ -187,8 +182,7 @@ func (r *Record) SetHost(c Clock, node string, to HostStatus, expect HostStatus,
 		return false, nil
 	}
 	if !force && !allowedHost(current, to) {
-		return false, exitcode.Conflictf("host %s: %s -> %s is not allowed; from %s it may go to: %s (or use --force)",
-			node, current, to, current, orNone(join(AllowedHost(current))))
+		return false, exitcode.New(exitcode.Conflict, &TransitionError{Host: node, From: string(current), To: string(to), Allowed: join(AllowedHost(current))})
 	}
 	if to == HostNone {
 		delete(r.Hosts, node)
@@ -253,6 +247,20 @@ func (r *Record) Audit(c Clock, stuckAfter time.Duration) (changed bool, err err
 		return false, nil
 	}
 	return r.Fail(c, fmt.Sprintf("stuck in %s for %s", r.State, age.Round(time.Second)))
+}
+
+// TransitionError is a transition the rules do not allow.
+type TransitionError struct {
+	Host     string // the node, for a host status
+	From, To string
+	Allowed  string // what From may go to, listed
+}
+
+func (e *TransitionError) Error() string {
+	if e.Host != "" {
+		return fmt.Sprintf("host %s: %s -> %s is not allowed; from %s it may go to: %s", e.Host, e.From, e.To, e.From, orNone(e.Allowed))
+	}
+	return fmt.Sprintf("%s -> %s is not allowed; from %s the upgrade may go to: %s", e.From, e.To, e.From, orNone(e.Allowed))
 }
 
 // join lists state or status names for messages.

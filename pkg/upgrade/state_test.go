@@ -72,7 +72,7 @@ func TestRefusalListsAllowed(t *testing.T) {
 	rec := &Record{State: UpgradingSecondMaster}
 	_, err := rec.Set(Clock{}, Complete, "", false, "")
 	want := "upgrading-second-master -> upgrade-complete is not allowed; from upgrading-second-master the upgrade may go to: " +
-		"upgrading-second-master-failed, upgraded-second-master, upgrade-aborting (or use --force)"
+		"upgrading-second-master-failed, upgraded-second-master, upgrade-aborting"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}

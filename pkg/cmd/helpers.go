@@ -1,0 +1,68 @@
+package cmd
+
+import (
+	"context"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+)
+
+// Helpers more than one verb uses.
+
+// readInput reads a file named on the command line, or stdin for "-". what
+// names the file in errors ("the patch file", "the config file").
+func readInput(name, what string, stdin io.Reader) ([]byte, error) {
+	if name == "-" {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, exitcode.Failuref("read %s from stdin: %w", what, err)
+		}
+		return data, nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, exitcode.Usagef("cannot read %s: %w", what, err)
+	}
+	return data, nil
+}
+
+// exactArgs is cobra.ExactArgs with a usage error that names the arguments.
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return exitcode.Usagef("%s takes %s (got %d arguments)", cmd.CommandPath(), names, len(args))
+		}
+		return nil
+	}
+}
+
+// orDash shows an empty value as "-" in tables and messages.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// verb is the shape of every command: Complete reads flags and arguments,
+// parses them and builds clients; Validate checks the result without I/O;
+// Run does the work.
+type verb interface {
+	Complete(cmd *cobra.Command, args []string) error
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// run drives a verb through its three steps.
+func run(ctx context.Context, v verb, cmd *cobra.Command, args []string) error {
+	if err := v.Complete(cmd, args); err != nil {
+		return err
+	}
+	if err := v.Validate(); err != nil {
+		return err
+	}
+	return v.Run(ctx)
+}

@@ -1,0 +1,104 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
+)
+
+// UpgradeStatusOptions shows the upgrade state.
+type UpgradeStatusOptions struct {
+	*UpgradeFlags
+	Watch bool
+}
+
+// NewCmdUpgradeStatus builds upgrade-status.
+func NewCmdUpgradeStatus(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &UpgradeStatusOptions{UpgradeFlags: NewUpgradeFlags(cluster, streams)}
+	cmd := &cobra.Command{
+		Use:   "upgrade-status",
+		Short: "Show the upgrade state",
+		Long: `Show the upgrade state: the state, the versions, how long it has been in
+the state, the reason, and each host's status. With -o json the record is
+printed as stored. --watch follows changes with a watch on the ConfigMap.
+Exit 5 when no upgrade is recorded.`,
+		Example: "  # Show the state as JSON\n  kubectl kubeadmcfg upgrade-status -o json\n\n  # Follow changes\n  kubectl kubeadmcfg upgrade-status --watch",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return run(cmd.Context(), o, cmd, args)
+		},
+	}
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After printing the state, print it again on every change")
+	o.AddFlags(cmd, false)
+	return cmd
+}
+
+// Complete builds the client.
+func (o *UpgradeStatusOptions) Complete(*cobra.Command, []string) error { return o.complete() }
+
+// Validate checks the flags.
+func (o *UpgradeStatusOptions) Validate() error { return o.validate() }
+
+// Run prints the state, and with --watch every change after it.
+func (o *UpgradeStatusOptions) Run(ctx context.Context) error {
+	cm, err := o.engine.Get(ctx)
+	if err != nil {
+		return o.explain(err)
+	}
+	if err := o.printStatus(cm); err != nil || !o.Watch {
+		return err
+	}
+	return o.engine.Watch(ctx, cm.ResourceVersion, func(ev watch.EventType, cm *corev1.ConfigMap) (bool, error) {
+		if ev == watch.Deleted {
+			fmt.Fprintln(o.ErrOut, "the upgrade state was deleted")
+			return true, nil
+		}
+		return false, o.printStatus(cm)
+	})
+}
+
+func (o *UpgradeStatusOptions) printStatus(cm *corev1.ConfigMap) error {
+	rec, ok, err := upgrade.FromConfigMap(cm)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return o.explain(upgrade.ErrNoUpgrade)
+	}
+	if !o.Print.Human() {
+		return o.Print.Print(o.Out, rec)
+	}
+	now := time.Now()
+	age := func(stamp string) string {
+		t, err := time.Parse(time.RFC3339, stamp)
+		if err != nil {
+			return "?"
+		}
+		return duration.HumanDuration(now.Sub(t))
+	}
+	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "STATE\tFROM\tTO\tAGE\tREASON")
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", rec.State, orDash(rec.FromVersion), orDash(rec.ToVersion), age(rec.UpdatedAt), orDash(rec.Reason))
+	if len(rec.Hosts) > 0 {
+		fmt.Fprintln(w, "\nHOST\tSTATUS\tAGE")
+		nodes := make([]string, 0, len(rec.Hosts))
+		for n := range rec.Hosts {
+			nodes = append(nodes, n)
+		}
+		sort.Strings(nodes)
+		for _, n := range nodes {
+			fmt.Fprintf(w, "%s\t%s\t%s\n", n, rec.Hosts[n].Status, age(rec.Hosts[n].UpdatedAt))
+		}
+	}
+	return w.Flush()
+}
