@@ -1,0 +1,230 @@
+package cmd
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+)
+
+// Every verb's Validate, with the exact message a user sees. Validate does
+// no I/O, so these need no cluster.
+
+// validateCase is one set of options and the error Validate must give ("" for
+// none). Every error is a usage error (exit 2).
+type validateCase struct {
+	name string
+	opts verb
+	want string
+}
+
+func checkValidate(t *testing.T, cases []validateCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.opts.Validate()
+			got := ""
+			if err != nil {
+				got = err.Error()
+				if code := exitcode.FromError(err); code != exitcode.Usage {
+					t.Errorf("exit code %d, want %d", code, exitcode.Usage)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Validate() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+var streams = genericiooptions.NewTestIOStreamsDiscard()
+
+func mustSet(t *testing.T, path, value string) clusterconfig.Edit {
+	t.Helper()
+	e, err := clusterconfig.NewSet(path, value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestPatchValidate(t *testing.T) {
+	patch := func(mutate func(o *PatchOptions)) *PatchOptions {
+		o := NewPatchOptions(NewClusterFlags(), streams)
+		o.Edits = clusterconfig.Edits{mustSet(t, "clusterName", "a")}
+		mutate(o)
+		return o
+	}
+	checkValidate(t, []validateCase{
+		{"valid", patch(func(*PatchOptions) {}), ""},
+		{"no edits", patch(func(o *PatchOptions) { o.Edits = nil }),
+			"nothing to do: give at least one --set, --set-string, --unset, --patch or --patch-file"},
+		{"dry-run", patch(func(o *PatchOptions) { o.Write.DryRun = "maybe" }),
+			`--dry-run must be one of none, client, server, not "maybe"`},
+		{"validate", patch(func(o *PatchOptions) { o.Write.Validate = "lax" }),
+			`--validate must be one of strict, warn, ignore, not "lax"`},
+		{"timeout", patch(func(o *PatchOptions) { o.Write.Timeout = 0 }), "--timeout must be positive, not 0s"},
+		{"queue-ttl", patch(func(o *PatchOptions) { o.Write.QueueTTL = time.Millisecond }), "--queue-ttl must be at least 1s, not 1ms"},
+		{"key", patch(func(o *PatchOptions) { o.Write.Key = " " }), "--key must not be empty"},
+		{"if-leader", patch(func(o *PatchOptions) { o.Write.IfLeader = "kube-system" }),
+			`--if-leader must be NAMESPACE/NAME, not "kube-system"`},
+		{"if-leader with two slashes", patch(func(o *PatchOptions) { o.Write.IfLeader = "a/b/c" }),
+			`--if-leader must be NAMESPACE/NAME, not "a/b/c"`},
+		{"kubeadm-version", patch(func(o *PatchOptions) { o.Write.KubeadmVersion = "latest" }),
+			`--kubeadm-version: want a version such as v1.37.2, not "latest"`},
+		{"keep", patch(func(o *PatchOptions) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
+	})
+}
+
+func TestPatchCompleteParsesEditsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		patchType string
+		args      []editArg
+		want      string
+	}{
+		{"set without =", "merge", []editArg{{editSet, "clusterName"}}, `--set needs PATH=VALUE, not "clusterName"`},
+		{"bad path", "merge", []editArg{{editUnset, "a..b"}}, `bad path "a..b": empty key`},
+		{"strategic", "strategic", nil, `--type must be one of merge, json, not "strategic" (a ClusterConfiguration has no strategic merge schema)`},
+		{"other type", "apply", nil, `--type must be one of merge, json, not "apply"`},
+		{"merge patch not a mapping", "merge", []editArg{{editPatch, "[1]"}}, "a merge patch must be a mapping"},
+		{"json patch not a list", "json", []editArg{{editPatch, `{"op":"add"}`}}, ""},
+		{"missing patch file names the file", "merge", []editArg{{editPatchFile, "/nonexistent/p.yaml"}},
+			"cannot read the patch file: open /nonexistent/p.yaml: no such file or directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewPatchOptions(NewClusterFlags(), streams)
+			o.PatchType, o.Args = tc.patchType, tc.args
+			err := o.parseEdits()
+			if err == nil || exitcode.FromError(err) != exitcode.Usage {
+				t.Fatalf("want a usage error, got %v", err)
+			}
+			if tc.want != "" && err.Error() != tc.want {
+				t.Errorf("got %q, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestGetValidate(t *testing.T) {
+	o := NewGetOptions(NewClusterFlags(), streams)
+	bad := NewGetOptions(NewClusterFlags(), streams)
+	bad.Key = ""
+	checkValidate(t, []validateCase{{"valid", o, ""}, {"key", bad, "--key must not be empty"}})
+}
+
+func TestValidateValidate(t *testing.T) {
+	v := func(mutate func(o *ValidateOptions)) *ValidateOptions {
+		o := NewValidateOptions(NewClusterFlags(), streams)
+		mutate(o)
+		return o
+	}
+	checkValidate(t, []validateCase{
+		{"valid", v(func(*ValidateOptions) {}), ""},
+		{"kubeadm-version", v(func(o *ValidateOptions) { o.KubeadmVersion = "v2.0.0" }), `--kubeadm-version: want a kubeadm 1.x release, not "v2.0.0"`},
+		{"key", v(func(o *ValidateOptions) { o.Key = "" }), "--key must not be empty"},
+	})
+}
+
+func TestBackupValidate(t *testing.T) {
+	b := func(mutate func(o *BackupOptions)) *BackupOptions {
+		o := NewBackupOptions(NewClusterFlags(), streams)
+		mutate(o)
+		return o
+	}
+	verify := func(all bool, names ...string) *BackupVerifyOptions {
+		o := NewBackupVerifyOptions(streams)
+		o.All, o.Names = all, names
+		return o
+	}
+	prune := NewBackupPruneOptions(streams)
+	prune.Backup.Keep = -1
+	badVersion := verify(true)
+	badVersion.KubeadmVersion = "1"
+	checkValidate(t, []validateCase{
+		{"backup valid", b(func(*BackupOptions) {}), ""},
+		{"backup keep", b(func(o *BackupOptions) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
+		{"backup key", b(func(o *BackupOptions) { o.Key = "" }), "--key must not be empty"},
+		{"list", NewBackupListOptions(streams), ""},
+		{"verify all", verify(true), ""},
+		{"verify names", verify(false, "a"), ""},
+		{"verify neither", verify(false), "give backup names or --all, not both or neither"},
+		{"verify both", verify(true, "a"), "give backup names or --all, not both or neither"},
+		{"verify kubeadm-version", badVersion, `--kubeadm-version: want a version such as v1.37.2, not "1"`},
+		{"prune keep", prune, "--keep must be at least 1, not -1"},
+	})
+}
+
+func TestRestoreValidate(t *testing.T) {
+	r := func(mutate func(o *RestoreOptions)) *RestoreOptions {
+		o := NewRestoreOptions(NewClusterFlags(), streams)
+		o.Latest = true
+		mutate(o)
+		return o
+	}
+	checkValidate(t, []validateCase{
+		{"latest", r(func(*RestoreOptions) {}), ""},
+		{"both", r(func(o *RestoreOptions) { o.Name = "x" }), "give a backup name or --latest, not both or neither"},
+		{"neither", r(func(o *RestoreOptions) { o.Latest = false }), "give a backup name or --latest, not both or neither"},
+		{"node flags without a file", r(func(o *RestoreOptions) { o.nodeFlags = true }),
+			"--node-name, --advertise-address and --bind-port only go with --to-file: per-node values never go into the shared ConfigMap"},
+		{"node name", r(func(o *RestoreOptions) { o.ToFile, o.nodeFlags, o.Node.Name = "f", true, "Node_1" }),
+			`--node-name "Node_1": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
+		{"address", r(func(o *RestoreOptions) { o.ToFile, o.nodeFlags, o.Node.AdvertiseAddress = "f", true, "node-1" }),
+			`--advertise-address must be an IP address, not "node-1"`},
+		{"port", r(func(o *RestoreOptions) { o.ToFile, o.nodeFlags, o.bindPortSet, o.Node.BindPort = "f", true, true, 0 }),
+			"--bind-port must be between 1 and 65535, not 0"},
+		{"to file with node", r(func(o *RestoreOptions) {
+			o.ToFile, o.nodeFlags, o.bindPortSet = "f", true, true
+			o.Node = clusterconfig.NodeConfig{Name: "controller-0", AdvertiseAddress: "192.0.2.10", BindPort: 6443}
+		}), ""},
+		{"write flags", r(func(o *RestoreOptions) { o.Write.DryRun = "x" }), `--dry-run must be one of none, client, server, not "x"`},
+	})
+}
+
+func TestUpgradeValidate(t *testing.T) {
+	flags := func() *UpgradeFlags { return NewUpgradeFlags(NewClusterFlags(), streams) }
+	start := func(to, from string) *UpgradeStartOptions {
+		return &UpgradeStartOptions{UpgradeFlags: flags(), To: to, From: from}
+	}
+	set := func(state, expect string) *UpgradeSetOptions {
+		return &UpgradeSetOptions{UpgradeFlags: flags(), State: state, Expect: expect}
+	}
+	host := func(node, status, expect string) *UpgradeHostOptions {
+		return &UpgradeHostOptions{UpgradeFlags: flags(), Node: node, Status: status, Expect: expect}
+	}
+	audit := func(stuck, interval time.Duration) *UpgradeAuditOptions {
+		return &UpgradeAuditOptions{UpgradeFlags: flags(), StuckAfter: stuck, Interval: interval}
+	}
+	noState := &UpgradeStatusOptions{UpgradeFlags: flags()}
+	noState.StateConfigMap = ""
+	badTimeout := &UpgradeFailOptions{UpgradeFlags: flags()}
+	badTimeout.Retry.Timeout = -time.Second
+	checkValidate(t, []validateCase{
+		{"status", &UpgradeStatusOptions{UpgradeFlags: flags()}, ""},
+		{"status state-configmap", noState, "--state-configmap must not be empty"},
+		{"start", start("v1.37.3", ""), ""},
+		{"start to", start("1.37", ""), `--to must be a Kubernetes version such as v1.37.2, not "1.37"`},
+		{"start from", start("v1.37.3", "x"), `--from must be a Kubernetes version such as v1.37.2, not "x"`},
+		{"set", set("upgrading-kubelets", "upgraded-second-master"), ""},
+		{"set unknown", set("flying", ""), `unknown state "flying" (see 'kubectl kubeadmcfg upgrade-set --help')`},
+		{"set unknown expect", set("upgrading-kubelets", "x"), `unknown --expect state "x"`},
+		{"host", host("controller-1", "upgrading-kubelet", ""), ""},
+		{"host unknown", host("controller-1", "dancing", ""), `unknown host status "dancing" (see 'kubectl kubeadmcfg upgrade-host --help')`},
+		{"host unknown expect", host("controller-1", "none", "x"), `unknown --expect status "x"`},
+		{"host empty node", host("", "none", ""), "NODE must not be empty"},
+		{"fail timeout", badTimeout, "--timeout must be positive, not -1s"},
+		{"audit", audit(time.Minute, 0), ""},
+		{"audit stuck-after", audit(0, 0), "--stuck-after must be positive, not 0s"},
+		{"audit interval", audit(time.Minute, -time.Second), "--interval must not be negative, not -1s"},
+		{"delete", &UpgradeDeleteOptions{UpgradeFlags: flags()}, ""},
+	})
+}
+
+func TestVersionValidate(t *testing.T) {
+	checkValidate(t, []validateCase{{"version", NewVersionOptions(streams), ""}})
+}
