@@ -46,6 +46,10 @@ type Binaries struct {
 	Etcd      string
 	APIServer string
 	Kubeadm   string
+	// ControllerManager and Scheduler run only on the static Pod runner's
+	// nodes (StartNodes).
+	ControllerManager string
+	Scheduler         string
 }
 
 // Options tune how a cluster starts.
@@ -113,6 +117,10 @@ func FindBinaries() (Binaries, error) {
 			b.APIServer = v
 		case "KUBEADM_BIN":
 			b.Kubeadm = v
+		case "KUBE_CONTROLLER_MANAGER_BIN":
+			b.ControllerManager = v
+		case "KUBE_SCHEDULER_BIN":
+			b.Scheduler = v
 		}
 	}
 	if b.Etcd == "" || b.APIServer == "" || b.Kubeadm == "" {
