@@ -47,7 +47,7 @@ func (e *Engine) UpdateDocument(ctx context.Context, edits ...clusterconfig.Edit
 		}
 		return true, e.store(cm, data, edited.Validate, out)
 	}, e.backup(out, func() *clusterconfig.Document { return old }))
-	out.Result = *res
+	out.setResult(res)
 	return out, err
 }
 
@@ -76,8 +76,18 @@ func (e *Engine) ReplaceDocument(ctx context.Context, data []byte, check func(cm
 		doc, _ := clusterconfig.Parse([]byte(raw)) // a live document that does not parse is what a restore is for
 		return doc
 	}))
-	out.Result = *res
+	out.setResult(res)
 	return out, err
+}
+
+// setResult records the write's result, keeping the path of the backup the
+// hook took (the write's own result does not know it).
+func (out *DocumentResult) setResult(res *Result) {
+	backup := out.Backup
+	out.Result = *res
+	if out.Backup == "" {
+		out.Backup = backup
+	}
 }
 
 // backup returns the hook that backs up the document a write replaces and

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -124,5 +125,41 @@ func TestNewcomerGivesWayToQueuedWriters(t *testing.T) {
 	if *updates != 1 || res.Conflicts != 0 || !res.Queued || q.acquired != 1 || q.released != 1 || res.Attempts != 2 {
 		t.Fatalf("updates %d, conflicts %d, queued %v, acquired %d, released %d, attempts %d",
 			*updates, res.Conflicts, res.Queued, q.acquired, q.released, res.Attempts)
+	}
+}
+
+// pathBackuper pretends to back up and says where.
+type pathBackuper struct{}
+
+func (pathBackuper) Backup(context.Context, *corev1.ConfigMap, string, *clusterconfig.Document) (string, error) {
+	return "/backups/the-replaced-document.yaml", nil
+}
+
+// The result of a document write names the backup taken before it: scripts
+// restore that one by name.
+func TestDocumentResultNamesTheBackup(t *testing.T) {
+	cs := fake.NewClientset(&corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system", ResourceVersion: "1"},
+		Data:       map[string]string{DefaultKey: "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.37.2\n"},
+	})
+	e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config", Key: DefaultKey}, Options{Backup: pathBackuper{}})
+	edit, err := clusterconfig.NewSet("clusterName", "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.UpdateDocument(context.Background(), edit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Backup != "/backups/the-replaced-document.yaml" {
+		t.Fatalf("UpdateDocument: backup %q", res.Backup)
+	}
+	res, err = e.ReplaceDocument(context.Background(), []byte("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.37.2\nclusterName: third\n"),
+		func(*corev1.ConfigMap) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Backup != "/backups/the-replaced-document.yaml" {
+		t.Fatalf("ReplaceDocument: backup %q", res.Backup)
 	}
 }
