@@ -23,6 +23,13 @@ const (
 	Conflict  Code = 4 // conflict or precondition not met
 	NotFound  Code = 5 // ConfigMap, key, lease, backup or upgrade not found
 	Forbidden Code = 6 // forbidden or unauthorized
+
+	// RolledBack: reconfigure failed and put this node's previous
+	// control-plane manifests back, and they came up healthy again.
+	RolledBack Code = 8
+	// RollbackFailed: reconfigure failed and so did its rollback; a
+	// control-plane component of this node may be down.
+	RollbackFailed Code = 9
 )
 
 // Error is an error that knows the exit code it should end the process with.
