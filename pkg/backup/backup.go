@@ -340,11 +340,13 @@ func (s *Store) PruneConfigMap(keep int, configMap string) ([]string, error) {
 	if err != nil || len(all) <= keep {
 		return nil, err // nothing to do: skip reading every file's header
 	}
-	names := slices.DeleteFunc(all, func(name string) bool { return !s.isOurs(name) })
+	lastGood := s.lastGoodBackups() // a node's last known good is never pruned
+	names := slices.DeleteFunc(all, func(name string) bool { return !s.isOurs(name) || lastGood[name] })
 	if len(names) <= keep {
 		return nil, nil
 	}
 	var removed []string
+	defer func() { s.pruneManifestsOf(removed) }() // manifest backups go with their run's backup
 	for _, name := range names[:len(names)-keep] {
 		err := os.Remove(filepath.Join(s.Dir, name))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -381,7 +383,9 @@ func (b *Backup) ChecksumOK() bool {
 
 // Latest returns the newest backup of ConfigMap namespace/name, leaving out
 // the ones a restore took of the document it replaced: restoring "the
-// latest" twice must not flip back to what the first restore undid.
+// latest" twice must not flip back to what the first restore undid. The
+// backups of what reconfigure applied are left out too: they are the live
+// document, not one a write replaced.
 func (s *Store) Latest(namespace, name string) (*Backup, error) {
 	names, err := s.List()
 	if err != nil {
@@ -395,7 +399,7 @@ func (s *Store) Latest(namespace, name string) (*Backup, error) {
 		if err != nil {
 			return nil, err // the newest is damaged: never fall back silently
 		}
-		if b.Namespace == namespace && b.ConfigMap == name && b.Reason != ReasonBeforeRestore {
+		if b.Namespace == namespace && b.ConfigMap == name && b.Reason != ReasonBeforeRestore && b.Reason != ReasonReconfigure {
 			return b, nil
 		}
 	}
