@@ -49,6 +49,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"upgrade-host", "node-1"},
 		{"backup", "verify"},
 		{"restore"},
+		{"reconfigure", "extra-arg"},
+		{"reconfigure", "--components", "etcd"},
+		{"reconfigure", "--dry-run=server"},
 		{"version", "-o", "table"},
 	} {
 		var errOut bytes.Buffer
