@@ -314,7 +314,10 @@ func startNodes(t *testing.T) *controlPlane {
 			{Name: "node-a", Address: nodeAAddress, BindPort: 6443},
 			{Name: "node-b", Address: nodeBAddress, BindPort: 6444, Patches: nodeBPatches},
 		},
-		Log: t.Logf,
+		// A kube-apiserver draining its watches takes the kubelet's whole
+		// 30s grace period; the test has no use for the wait.
+		Grace: 5 * time.Second,
+		Log:   t.Logf,
 	})
 	if err != nil {
 		t.Fatal(err)

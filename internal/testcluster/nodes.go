@@ -58,7 +58,9 @@ type NodesOptions struct {
 	// /etc/kubernetes into each node's root.
 	ClusterConfig string
 	Nodes         []NodeSpec
-	Log           func(format string, args ...any)
+	// Grace is the runners' RunnerOptions.Grace.
+	Grace time.Duration
+	Log   func(format string, args ...any)
 }
 
 // NodesClusterConfig is a ClusterConfiguration for StartNodes: external
@@ -233,7 +235,7 @@ func (n *Nodes) start(ctx context.Context, opts NodesOptions) error {
 	for _, node := range n.Nodes {
 		opts.Log("starting the static Pod runner of %s", node.Name)
 		node.Runner = StartRunner(RunnerOptions{Node: node.Name, Address: node.Address, Root: node.Root, ManifestsDir: node.ManifestsDir,
-			Binaries: binaries, Client: client, Log: opts.Log})
+			Binaries: binaries, Client: client, Grace: opts.Grace, Log: opts.Log})
 	}
 	if err := n.waitAPI(ctx); err != nil {
 		return err

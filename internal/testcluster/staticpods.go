@@ -65,7 +65,11 @@ type RunnerOptions struct {
 	Address string
 	// Logs is where each component's output goes (Root/logs when empty).
 	Logs string
-	Log  func(format string, args ...any)
+	// Grace is how long a component has to stop after SIGTERM before it is
+	// killed: the manifest's terminationGracePeriodSeconds (30s unless set)
+	// when zero. A kube-apiserver draining its watches takes all of it.
+	Grace time.Duration
+	Log   func(format string, args ...any)
 }
 
 // PodStats is what the runner did with one static Pod, for tests.
@@ -90,9 +94,9 @@ type Runner struct {
 	mu   sync.Mutex
 	pods map[string]*staticPod // by manifest file name
 	stop chan struct{}
-	done chan struct{}
+	wg   sync.WaitGroup
 
-	// Owned by the loop goroutine.
+	// Owned by the status loop.
 	node      *corev1.Node
 	heartbeat time.Time
 }
@@ -103,6 +107,7 @@ type staticPod struct {
 	pod      *corev1.Pod
 	cmd      *exec.Cmd
 	exited   chan struct{}
+	stopping chan struct{} // closes when the process being stopped has exited
 	updates  int
 	crashes  int
 	restarts int32 // exits since the current manifest started
@@ -131,9 +136,12 @@ func StartRunner(opts RunnerOptions) *Runner {
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}, //nolint:gosec // probes, as the kubelet's
 		pods: map[string]*staticPod{},
 		stop: make(chan struct{}),
-		done: make(chan struct{}),
 	}
-	go r.loop()
+	// Processes and the API are looked after apart, as in the kubelet: a
+	// slow or absent API server must not delay noticing a crash.
+	r.wg.Add(2)
+	go r.every(200*time.Millisecond, r.syncProcesses)
+	go r.every(500*time.Millisecond, r.syncStatus)
 	return r
 }
 
@@ -145,15 +153,19 @@ func (r *Runner) Stop() {
 	default:
 	}
 	close(r.stop)
-	<-r.done
+	r.wg.Wait()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	var wg sync.WaitGroup
+	var stopping []chan struct{}
 	for _, p := range r.pods {
-		wg.Add(1)
-		go func() { defer wg.Done(); r.kill(p, 2*time.Second) }()
+		r.terminate(p, 2*time.Second)
+		if p.stopping != nil {
+			stopping = append(stopping, p.stopping)
+		}
 	}
-	wg.Wait()
+	r.mu.Unlock()
+	for _, c := range stopping {
+		<-c
+	}
 }
 
 // Stats reports on the static Pod named name (kube-apiserver, ...).
@@ -199,12 +211,12 @@ func (r *Runner) Release(name string) {
 	}
 }
 
-func (r *Runner) loop() {
-	defer close(r.done)
-	tick := time.NewTicker(200 * time.Millisecond)
+func (r *Runner) every(interval time.Duration, f func()) {
+	defer r.wg.Done()
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		r.step()
+		f()
 		select {
 		case <-r.stop:
 			return
@@ -213,19 +225,17 @@ func (r *Runner) loop() {
 	}
 }
 
-// step does one round: read the directory, start, stop and restart
-// processes, probe, and publish the mirror Pods.
-func (r *Runner) step() {
-	r.registerNode()
+// syncProcesses reads the directory and starts, stops and restarts the
+// processes.
+func (r *Runner) syncProcesses() {
 	seen := r.scan()
 	r.mu.Lock()
-	var publish []*staticPod
+	defer r.mu.Unlock()
 	for file, p := range r.pods {
 		if _, ok := seen[file]; !ok {
-			r.kill(p, 30*time.Second)
+			r.terminate(p, r.grace(p))
 			delete(r.pods, file)
 			go r.deleteMirror(p.pod)
-			continue
 		}
 	}
 	for file, m := range seen {
@@ -236,17 +246,35 @@ func (r *Runner) step() {
 			r.pods[file] = p
 		case p.hash != m.hash:
 			r.opts.Log("%s: %s changed (config hash %s -> %s), restarting", r.opts.Node, file, p.hash, m.hash)
-			r.kill(p, 30*time.Second)
-			p.hash, p.pod, p.updates, p.restarts, p.ready, p.next = m.hash, m.pod, p.updates+1, 0, false, time.Time{}
+			r.terminate(p, r.grace(p))
+			p.hash, p.pod, p.updates, p.restarts, p.next = m.hash, m.pod, p.updates+1, 0, time.Time{}
 		}
 		r.reap(p)
+		if p.stopping != nil {
+			select {
+			case <-p.stopping:
+				p.stopping = nil // the old process is gone: its ports are free
+			default:
+				continue
+			}
+		}
 		if p.cmd == nil && !p.held && !time.Now().Before(p.next) {
 			r.start(p)
 		}
-		publish = append(publish, p)
+	}
+}
+
+// syncStatus keeps the Node alive, probes the components and publishes the
+// mirror Pods.
+func (r *Runner) syncStatus() {
+	r.registerNode()
+	r.mu.Lock()
+	pods := make([]*staticPod, 0, len(r.pods))
+	for _, p := range r.pods {
+		pods = append(pods, p)
 	}
 	r.mu.Unlock()
-	for _, p := range publish {
+	for _, p := range pods {
 		r.probe(p)
 		r.publish(p)
 	}
@@ -381,25 +409,38 @@ func (r *Runner) reap(p *staticPod) {
 	p.cmd, p.exited, p.ready = nil, nil, false
 	p.crashes++
 	p.restarts++
-	backoff := time.Second << min(p.restarts-1, 4)
-	p.next = time.Now().Add(min(backoff, 10*time.Second))
+	backoff := min(time.Second<<min(p.restarts-1, 4), 10*time.Second)
+	p.next = time.Now().Add(backoff)
 	r.opts.Log("%s: %s exited with code %d, restarting in %s", r.opts.Node, p.pod.Name, p.lastExit, backoff)
 }
 
-// kill stops a process, as the kubelet does: SIGTERM, and SIGKILL after
-// grace.
-func (r *Runner) kill(p *staticPod, grace time.Duration) {
+// grace is how long p may take to stop.
+func (r *Runner) grace(p *staticPod) time.Duration {
+	if r.opts.Grace > 0 {
+		return r.opts.Grace
+	}
+	if g := p.pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return 30 * time.Second
+}
+
+// terminate stops a process, as the kubelet does: SIGTERM, and SIGKILL
+// after grace. It does not wait: p.stopping closes when the process is gone.
+func (r *Runner) terminate(p *staticPod, grace time.Duration) {
 	if p.cmd == nil {
 		return
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(grace):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-	p.cmd, p.exited, p.ready = nil, nil, false
+	proc, exited := p.cmd.Process, p.exited
+	p.cmd, p.exited, p.ready, p.stopping = nil, nil, false, exited
+	_ = proc.Signal(syscall.SIGTERM)
+	go func() {
+		select {
+		case <-exited:
+		case <-time.After(grace):
+			_ = proc.Kill()
+		}
+	}()
 }
 
 // probe runs the manifest's readiness probe (else its liveness probe) at
@@ -584,6 +625,8 @@ func (r *Runner) status(p *staticPod) corev1.PodStatus {
 	switch {
 	case p.cmd != nil:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.Now()}
+	case p.restarts == 0:
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
 	default:
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
 			Message: fmt.Sprintf("back-off restarting failed container %s", c.Name)}

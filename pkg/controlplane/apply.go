@@ -200,7 +200,7 @@ func Apply(ctx context.Context, plan *Plan, opts Options) ([]Outcome, error) {
 		replaced = append(replaced, i)
 		outcomes[i].Replaced = true
 		old := outcomes[i].OldHash
-		newHash, took, err := a.wait(ctx, ch.Component, ch.Rendered, func(h string) bool { return h != old }, true)
+		newHash, took, err := a.wait(ctx, ch.Component, ch.Rendered, "the new manifest", func(h string) bool { return h != old }, true)
 		outcomes[i].NewHash = newHash
 		if err != nil {
 			a.emit(Event{Component: ch.Component, Kind: EventFailed, Message: err.Error(), Elapsed: took, Limit: opts.Wait})
@@ -245,7 +245,7 @@ func (a *applier) fail(ctx context.Context, plan *Plan, outcomes []Outcome, repl
 			continue
 		}
 		old := outcomes[i].OldHash
-		if _, took, err := a.wait(ctx, ch.Component, ch.Current, func(h string) bool { return h == old }, false); err != nil {
+		if _, took, err := a.wait(ctx, ch.Component, ch.Current, "its previous manifest again", func(h string) bool { return h == old }, false); err != nil {
 			down = append(down, ch.Component)
 			errs = append(errs, err)
 			a.emit(Event{Component: ch.Component, Kind: EventFailed, Message: err.Error(), Elapsed: took, Limit: a.opts.Wait})

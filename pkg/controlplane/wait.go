@@ -58,7 +58,7 @@ func (a *applier) currentHash(ctx context.Context, m *Manifest) (string, error) 
 // container keeps exiting ends the wait at once. It returns the hash seen
 // and how long it took. While the API server restarts the mirror Pod cannot
 // be read: that is waited through.
-func (a *applier) wait(ctx context.Context, c Component, m *Manifest, runs func(hash string) bool, fastFail bool) (string, time.Duration, error) {
+func (a *applier) wait(ctx context.Context, c Component, m *Manifest, what string, runs func(hash string) bool, fastFail bool) (string, time.Duration, error) {
 	probe, err := m.Probe()
 	if err != nil {
 		return "", 0, err
@@ -67,7 +67,7 @@ func (a *applier) wait(ctx context.Context, c Component, m *Manifest, runs func(
 	deadline := start.Add(a.opts.Wait)
 	name := m.Namespace() + "/" + m.MirrorPodName(a.opts.Node)
 	a.emit(Event{Component: c, Kind: EventWaiting, Limit: a.opts.Wait,
-		Message: fmt.Sprintf("the kubelet to run the new manifest and report mirror Pod %s Ready, and %s to answer", name, probe.URL())})
+		Message: fmt.Sprintf("the kubelet to run %s and report mirror Pod %s Ready, and %s to answer", what, name, probe.URL())})
 	var healthySince time.Time
 	seen := ""
 	for {
@@ -81,7 +81,7 @@ func (a *applier) wait(ctx context.Context, c Component, m *Manifest, runs func(
 		case err != nil && exitcode.FromError(err) == exitcode.Forbidden:
 			return seen, time.Since(start), err
 		case err != nil:
-			status = "cannot read the mirror Pod: " + exitcode.Message(err)
+			status = "cannot read the mirror Pod (the API server may be restarting): " + shortError(err)
 		case pod == nil:
 			status = "no mirror Pod"
 		case !runs(hash):
@@ -125,6 +125,13 @@ func (a *applier) wait(ctx context.Context, c Component, m *Manifest, runs func(
 		case <-time.After(a.opts.Interval):
 		}
 	}
+}
+
+// shortError is an API error without client-go's account of earlier
+// attempts.
+func shortError(err error) string {
+	msg, _, _ := strings.Cut(exitcode.Message(err), " - error from a previous attempt")
+	return msg
 }
 
 // podReady reports the kubelet's verdict on the Pod: its Ready condition.
