@@ -42,6 +42,9 @@ step kubectl kubeadmcfg upgrade-set upgrading-second-master
 step kubectl kubeadmcfg upgrade-host controller-1 upgrading-control-plane
 step kubectl kubeadmcfg upgrade-status
 
+echo; echo "# reconfigure: carry the ClusterConfiguration to a node's static Pods, rolled back on failure"
+hack/demo-reconfigure.sh
+
 cat <<EOT
 
 The control plane keeps running. Point kubectl at it with:
