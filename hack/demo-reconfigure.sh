@@ -49,8 +49,9 @@ echo; echo "# a parameter changed in the ConfigMap, then rolled out to the node'
 step kubectl kubeadmcfg patch --set apiServer.extraArgs.audit-log-maxbackup=7
 step kubectl kubeadmcfg reconfigure "${on_node[@]}" --diff
 step kubectl kubeadmcfg reconfigure "${on_node[@]}"
-echo; echo "\$ pgrep -a kube-apiserver | grep -o -- '--audit-log-maxbackup=[0-9]*'"
-pgrep -a kube-apiserver | grep -o -- '--audit-log-maxbackup=[0-9]*'
+echo; echo "# the node's kube-apiserver process runs with it:"
+echo "\$ pgrep -a -f '${dir}/demo-node/etc/kubernetes/pki/apiserver.crt' | grep -o -- '--audit-log-maxbackup=[0-9]*'"
+pgrep -a -f "${dir}/demo-node/etc/kubernetes/pki/apiserver.crt" | grep -o -- '--audit-log-maxbackup=[0-9]*'
 
 echo; echo "# a flag kube-apiserver refuses at start: the node goes back to what worked (exit 8)"
 backup="$(kubectl kubeadmcfg patch --set apiServer.extraArgs.no-such-flag=1 -o jsonpath='{.backup}')"

@@ -194,7 +194,7 @@ func (p *reconfigurePrinter) event(e controlplane.Event) {
 	case controlplane.EventHealthy:
 		p.line("%s: healthy after %s", name, e.Elapsed.Round(100*time.Millisecond))
 	case controlplane.EventFailed:
-		p.line("%s: %s", name, e.Message)
+		p.line("%s", e.Message) // it names the component
 	case controlplane.EventRollingBack:
 		p.last = ""
 		p.line("%s: rolling back: its previous manifest is back in place", name)
