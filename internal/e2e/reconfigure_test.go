@@ -141,11 +141,12 @@ func TestReconfigure(t *testing.T) {
 			if line := commandLine(t, n, "kube-controller-manager"); !strings.Contains(line, " --terminated-pod-gc-threshold=500") {
 				t.Errorf("%s: kube-controller-manager runs without the new flag: %s", n.Name, line)
 			}
-			// One at a time: the controller-manager restarted after the
-			// API server, never together with it.
+			// One at a time: the controller-manager's manifest was replaced
+			// only once the new API server answered.
 			api, kcm := n.Runner.Stats("kube-apiserver"), n.Runner.Stats("kube-controller-manager")
-			if !kcm.Started.After(api.Started) {
-				t.Errorf("%s: kube-controller-manager started at %s, not after kube-apiserver (%s)", n.Name, kcm.Started, api.Started)
+			if !kcm.Updated.After(api.ReadySince) || !api.ReadySince.After(api.Updated) {
+				t.Errorf("%s: kube-apiserver replaced at %s and ready at %s, kube-controller-manager replaced at %s: not one at a time",
+					n.Name, api.Updated, api.ReadySince, kcm.Updated)
 			}
 		}
 		// Each changed component restarted once, the scheduler never.

@@ -81,9 +81,11 @@ type PodStats struct {
 	Updates, Crashes int
 	Running          bool
 	Pid              int
-	// Started is when the running process started.
-	Started time.Time
-	Ready   bool
+	// Started is when the running process started; Updated when the
+	// runner last picked up a new manifest; ReadySince when the running
+	// process's probe first answered.
+	Started, Updated, ReadySince time.Time
+	Ready                        bool
 }
 
 // Runner runs a node's static Pods.
@@ -102,24 +104,26 @@ type Runner struct {
 }
 
 type staticPod struct {
-	file     string
-	hash     string
-	pod      *corev1.Pod
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	stopping chan struct{} // closes when the process being stopped has exited
-	updates  int
-	crashes  int
-	restarts int32 // exits since the current manifest started
-	held     bool
-	ready    bool
-	next     time.Time // when a crashed process may start again
-	lastExit int32
-	probed   time.Time
-	started  time.Time
-	synced   string    // the mirror Pod state last published
-	checked  time.Time // when the mirror Pod was last seen in place
-	lastErr  string
+	file       string
+	hash       string
+	pod        *corev1.Pod
+	cmd        *exec.Cmd
+	exited     chan struct{}
+	stopping   chan struct{} // closes when the process being stopped has exited
+	updates    int
+	crashes    int
+	restarts   int32 // exits since the current manifest started
+	held       bool
+	ready      bool
+	next       time.Time // when a crashed process may start again
+	lastExit   int32
+	probed     time.Time
+	started    time.Time
+	updated    time.Time
+	readySince time.Time
+	synced     string    // the mirror Pod state last published
+	checked    time.Time // when the mirror Pod was last seen in place
+	lastErr    string
 }
 
 // StartRunner starts watching opts.ManifestsDir.
@@ -176,7 +180,7 @@ func (r *Runner) Stats(name string) PodStats {
 		if p.pod.Name != name {
 			continue
 		}
-		s := PodStats{Hash: p.hash, Updates: p.updates, Crashes: p.crashes, Ready: p.ready}
+		s := PodStats{Hash: p.hash, Updates: p.updates, Crashes: p.crashes, Ready: p.ready, Updated: p.updated, ReadySince: p.readySince}
 		if p.cmd != nil {
 			s.Running, s.Pid, s.Started = true, p.cmd.Process.Pid, p.started
 		}
@@ -247,7 +251,7 @@ func (r *Runner) syncProcesses() {
 		case p.hash != m.hash:
 			r.opts.Log("%s: %s changed (config hash %s -> %s), restarting", r.opts.Node, file, p.hash, m.hash)
 			r.terminate(p, r.grace(p))
-			p.hash, p.pod, p.updates, p.restarts, p.next = m.hash, m.pod, p.updates+1, 0, time.Time{}
+			p.hash, p.pod, p.updates, p.restarts, p.next, p.updated = m.hash, m.pod, p.updates+1, 0, time.Time{}, time.Now()
 		}
 		r.reap(p)
 		if p.stopping != nil {
@@ -461,6 +465,9 @@ func (r *Runner) probe(p *staticPod) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p.hash == hash && p.cmd != nil {
+		if ready && !p.ready && p.started.After(p.readySince) {
+			p.readySince = time.Now()
+		}
 		p.ready, p.probed = ready, time.Now()
 	}
 }

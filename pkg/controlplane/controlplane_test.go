@@ -92,3 +92,22 @@ func TestSameAsIgnoresFormatting(t *testing.T) {
 		t.Error("an added argument goes unnoticed")
 	}
 }
+
+func TestParseMinor(t *testing.T) {
+	for v, want := range map[string]string{
+		"v1.37.2":         "",
+		"v1.38.0-alpha.1": "",
+		"v1.36.3":         "kubeadm 1.36 is not known to render into KUBEADM_INIT_DRYRUN_DIR (without it a dry run writes under /etc/kubernetes/tmp); reconfigure needs 1.37 or later",
+		"v2.0.0":          "want a kubeadm 1.x release",
+		"garbage":         "want a kubeadm 1.x release",
+	} {
+		_, err := parseMinor(v)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("parseMinor(%q) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -3,11 +3,13 @@ package controlplane
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -28,6 +30,12 @@ func (r Renderer) Render(ctx context.Context, configFile []byte, components []Co
 	bin, err := exec.LookPath(r.Kubeadm)
 	if err != nil {
 		return nil, fmt.Errorf("cannot run kubeadm: %w", err)
+	}
+	// Without KUBEADM_INIT_DRYRUN_DIR a dry run writes under
+	// /etc/kubernetes/tmp, and 1.37 is the release known to honour it:
+	// refuse an older kubeadm before it runs.
+	if err := checkVersion(ctx, bin); err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "kubeadmcfg-render-")
 	if err != nil {
@@ -58,6 +66,40 @@ func (r Renderer) Render(ctx context.Context, configFile []byte, components []Co
 		out[c] = data
 	}
 	return out, nil
+}
+
+// MinKubeadmMinor is the oldest kubeadm 1.x that renders into
+// KUBEADM_INIT_DRYRUN_DIR.
+const MinKubeadmMinor = 37
+
+// checkVersion refuses a kubeadm older than 1.37.
+func checkVersion(ctx context.Context, bin string) error {
+	out, err := exec.CommandContext(ctx, bin, "version", "-o", "short").Output()
+	if err != nil {
+		return fmt.Errorf("cannot run %s version: %w", bin, err)
+	}
+	v := strings.TrimSpace(string(out))
+	if _, err := parseMinor(v); err != nil {
+		return fmt.Errorf("%s reports version %q: %w", bin, v, err)
+	}
+	return nil
+}
+
+// parseMinor reads the minor release of a kubeadm version such as v1.37.2,
+// refusing anything before 1.37.
+func parseMinor(v string) (int, error) {
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) < 2 || parts[0] != "1" {
+		return 0, errors.New("want a kubeadm 1.x release")
+	}
+	minor, err := strconv.Atoi(parts[1])
+	if err != nil {
+		return 0, errors.New("want a kubeadm 1.x release")
+	}
+	if minor < MinKubeadmMinor {
+		return minor, fmt.Errorf("kubeadm 1.%d is not known to render into KUBEADM_INIT_DRYRUN_DIR (without it a dry run writes under /etc/kubernetes/tmp); reconfigure needs 1.%d or later", minor, MinKubeadmMinor)
+	}
+	return minor, nil
 }
 
 // KubeadmError is kubeadm refusing to render a manifest; Output is what it
