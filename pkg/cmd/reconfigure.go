@@ -134,9 +134,9 @@ func (o *ReconfigureOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.ManifestsDir, "manifests-dir", o.ManifestsDir, "The kubelet's static Pod manifests directory")
 	fs.StringVar(&o.Kubeadm, "kubeadm", o.Kubeadm, "The kubeadm binary that renders the manifests (1.37 or later)")
 	fs.DurationVar(&o.Wait, "wait", o.Wait, "How long each changed component may take to come up healthy before the rollback")
-	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `One of none, client. "client" (or --dry-run alone) shows what would change and changes nothing`)
+	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `One of none, client. "client" (or --dry-run alone) prints the diff of each manifest that would change, and changes nothing`)
 	fs.Lookup("dry-run").NoOptDefVal = string(engine.DryRunClient)
-	fs.BoolVar(&o.Diff, "diff", o.Diff, "Print a unified diff of each manifest that would change, and change nothing")
+	fs.BoolVar(&o.Diff, "diff", o.Diff, "Print a unified diff of each manifest that would change, and change nothing (as --dry-run)")
 	fs.BoolVar(&o.NoRollback, "no-rollback", o.NoRollback, "Leave a component that does not come up as it is (debugging)")
 	fs.StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
 	o.Backup.AddFlags(cmd, false)
@@ -255,10 +255,7 @@ func (o *ReconfigureOptions) Run(ctx context.Context) error {
 	}
 	res := newReconfigureResult(node.Name, src, plan)
 	if o.dryRun() {
-		res.DryRun = true
-		if o.Diff || !o.Print.Human() {
-			res.Diff = manifestDiff(plan)
-		}
+		res.DryRun, res.Diff = true, manifestDiff(plan)
 		return o.print(res)
 	}
 	applyOpts := controlplane.Options{Node: node.Name, Pods: o.engine, Wait: o.Wait, NoRollback: o.NoRollback, Progress: p.event}
