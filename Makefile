@@ -12,7 +12,7 @@ build: ## Build the plugin binary into _output/bin
 install: build ## Put the plugin and its completion helper where kubectl finds them (PREFIX, default ~/.local/bin)
 	install -d $(PREFIX) && install -m 0755 $(BIN) kubectl_complete-kubeadmcfg $(PREFIX)/
 
-testbin: ## Build etcd, kube-apiserver and kubeadm for the tests (first run only)
+testbin: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubeadm for the tests (first run only)
 	hack/testbin.sh
 
 test: testbin ## Unit and e2e tests against the real control plane
@@ -47,4 +47,4 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 30s); not part of make
 	hack/fuzz.sh
 
 clean: demo-down ## Remove build output (keeps the built control-plane binaries)
-	rm -rf _output/bin _output/demo dist
+	rm -rf _output/bin _output/demo _output/demo-node _output/demo-node.kubeconfig dist
