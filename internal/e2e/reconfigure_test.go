@@ -267,6 +267,10 @@ func TestReconfigure(t *testing.T) {
 		}
 		cp.restore(t, a, backup)
 		cp.wantReady(t)
+		// Over the whole test only node-a's API server went back and forth;
+		// every other component changed once (the valid change) or never.
+		cp.wantUpdates(t, map[string]int{"node-a/kube-apiserver": 7, "node-a/kube-controller-manager": 1,
+			"node-b/kube-apiserver": 1, "node-b/kube-controller-manager": 1})
 	})
 }
 
