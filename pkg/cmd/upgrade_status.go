@@ -2,8 +2,10 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -13,8 +15,17 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
+
+func joinStates(states []upgrade.State) string {
+	s := make([]string, len(states))
+	for i, st := range states {
+		s[i] = string(st)
+	}
+	return strings.Join(s, ", ")
+}
 
 // UpgradeStatusOptions shows the upgrade state.
 type UpgradeStatusOptions struct {
@@ -29,8 +40,11 @@ func NewCmdUpgradeStatus(cluster *ClusterFlags, streams genericiooptions.IOStrea
 		Use:   "upgrade-status",
 		Short: "Show the upgrade state",
 		Long: `Show the upgrade state: the state, the versions, how long it has been in
-the state, the reason, and each host's status. With -o json the record is
-printed as stored. --watch follows changes with a watch on the ConfigMap.
+the state, the reason, the plan it follows, where in the plan it is and what
+may come next, the steps being run by upgrade-run, and each host's status.
+With -o json the record is printed as stored, with the plan's name, the
+step's position and the next states. --watch follows changes with a watch on
+the ConfigMap. --timeout bounds the first read (not the watch after it).
 Exit 5 when no upgrade is recorded.`,
 		Example: "  # Show the state as JSON\n  kubectl kubeadmcfg upgrade-status -o json\n\n  # Follow changes\n  kubectl kubeadmcfg upgrade-status --watch",
 		Args:    cobra.NoArgs,
@@ -39,6 +53,7 @@ Exit 5 when no upgrade is recorded.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After printing the state, print it again on every change")
+	cmd.Flags().DurationVar(&o.Retry.Timeout, "timeout", o.Retry.Timeout, "Give up if the state has not been read within this time")
 	o.AddFlags(cmd, false)
 	return cmd
 }
@@ -51,8 +66,13 @@ func (o *UpgradeStatusOptions) Validate() error { return o.validate() }
 
 // Run prints the state, and with --watch every change after it.
 func (o *UpgradeStatusOptions) Run(ctx context.Context) error {
-	cm, err := o.engine.Get(ctx)
+	readCtx, cancel := context.WithTimeout(ctx, o.Retry.Timeout)
+	cm, err := o.engine.Get(readCtx)
+	cancel()
 	if err != nil {
+		if errors.Is(readCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			return exitcode.Failuref("no answer from the API server within --timeout %s: %s", o.Retry.Timeout, exitcode.Message(err))
+		}
 		return o.explain(err)
 	}
 	if err := o.printStatus(cm); err != nil || !o.Watch {
@@ -76,9 +96,9 @@ func (o *UpgradeStatusOptions) printStatus(cm *corev1.ConfigMap) error {
 		return o.explain(upgrade.ErrNoUpgrade)
 	}
 	if !o.Print.Human() {
-		return o.Print.Print(o.Out, rec)
+		return o.Print.Print(o.Out, rec.Status())
 	}
-	now := time.Now()
+	now := o.now()
 	age := func(stamp string) string {
 		t, err := time.Parse(time.RFC3339, stamp)
 		if err != nil {
@@ -89,6 +109,22 @@ func (o *UpgradeStatusOptions) printStatus(cm *corev1.ConfigMap) error {
 	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "STATE\tFROM\tTO\tAGE\tREASON")
 	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", rec.State, orDash(rec.FromVersion), orDash(rec.ToVersion), age(rec.UpdatedAt), orDash(rec.Reason))
+	st := rec.Status()
+	step := "-"
+	switch {
+	case st.Step > st.Steps:
+		step = "done"
+	case st.Step > 0:
+		step = fmt.Sprintf("%d/%d", st.Step, st.Steps)
+	}
+	fmt.Fprintln(w, "\nPLAN\tSTEP\tNEXT")
+	fmt.Fprintf(w, "%s\t%s\t%s\n", st.PlanName, step, orDash(joinStates(st.Next)))
+	if len(rec.Runners) > 0 {
+		fmt.Fprintln(w, "\nRUNNING\tHOST\tBY\tSINCE\tHEARTBEAT\tCOMMAND")
+		for _, r := range rec.Runners {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.State, orDash(r.Host), r.ID, age(r.StartedAt), orDash(r.Lease), r.Command)
+		}
+	}
 	if len(rec.Hosts) > 0 {
 		fmt.Fprintln(w, "\nHOST\tSTATUS\tAGE")
 		nodes := make([]string, 0, len(rec.Hosts))
