@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -72,6 +74,14 @@ func TestLeastPrivilege(t *testing.T) {
 		{"upgrade-set", "upgrade-aborting"},
 		{"upgrade-set", "upgrade-aborted"},
 		{"upgrade-delete"},
+		{"upgrade-start", "--to", "v1.37.3", "--plan", "kubeadm", "--control-plane-nodes", "cp-0"},
+		{"upgrade-run", "upgrading-control-plane-cp-0", "--", "true"},
+		{"upgrade-run", "upgrading-kubelet", "--host", "worker-1", "--", "true"},
+		{"upgrade-plan", "show", "--current"},
+		{"upgrade-audit", "--stale-after", "1s"},
+		{"upgrade-set", "upgrade-aborting"},
+		{"upgrade-set", "upgrade-aborted"},
+		{"upgrade-delete"},
 	} {
 		r := as(args...)
 		wantExit(t, r, 0)
@@ -81,6 +91,38 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	if _, err := os.Stat(file); err != nil {
 		t.Fatal(err)
+	}
+	// The control-plane nodes of a plan like kubeadm's come from a
+	// cluster-wide list: the ClusterRole kubeadmcfg-nodes grants it.
+	ctx := context.Background()
+	node := "least-privilege-cp-0"
+	if _, err := s.admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
+		Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.admin.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}) })
+	wantExit(t, as("upgrade-start", "--to", "v1.37.3", "--plan", "kubeadm"), 6)
+	binding := "kubeadmcfg-nodes-" + e.ns
+	if _, err := s.admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: binding},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "kubeadmcfg-nodes"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: testcluster.UnprivilegedUser}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding, metav1.DeleteOptions{})
+	})
+	// RBAC caches take a moment to see a new binding.
+	for range 50 {
+		if r = as("upgrade-start", "--to", "v1.37.3", "--plan", "kubeadm"); r.code != 6 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	wantExit(t, r, 0)
+	if !strings.Contains(r.stdout, "plan kubeadm") {
+		t.Fatalf("%s", r)
 	}
 	// The Role grants nothing beyond its ConfigMaps and the queue's Leases:
 	// a controller's leader-election Lease stays out of reach.
