@@ -154,9 +154,9 @@ func stateDiagram() string {
 	if err != nil {
 		return ""
 	}
-	return "The default plan, " + p.Name + " (see 'kubectl kubeadmcfg upgrade-plan show' for the others):\n\n" +
-		indent(p.Diagram(), "  ") + "\nA step starts from the end of the step before it (or of the one before an\n" +
-		"optional step) or from its own -failed state (a retry)."
+	return "The default plan, " + p.Name + " ('kubectl kubeadmcfg upgrade-plan show NAME' prints the others):\n\n" +
+		indent(p.Diagram(), "  ") + "\nA step starts from the end of the step before it (past an optional step, also\n" +
+		"from where the plan stood before it) or from its own -failed state (a retry)."
 }
 
 func indent(text, prefix string) string {

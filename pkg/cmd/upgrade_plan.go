@@ -14,8 +14,9 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
-// loadPlan reads a plan: a built-in plan's name, or else a plan file ("-"
-// for stdin). A file that is not a plan exits 3; one that cannot be read, 2.
+// loadPlan reads and checks a plan: a built-in plan's name, or else a plan
+// file ("-" for stdin). A file that is not a good plan exits 3 (a template
+// is checked as if expanded for two nodes); one that cannot be read, 2.
 func loadPlan(ref string, stdin io.Reader) (*upgrade.Plan, error) {
 	if slices.Contains(upgrade.BuiltinPlans(), ref) {
 		return upgrade.Builtin(ref)
@@ -28,6 +29,9 @@ func loadPlan(ref string, stdin io.Reader) (*upgrade.Plan, error) {
 		return nil, exitcode.WithHint(err, "built-in plans: "+strings.Join(upgrade.BuiltinPlans(), ", "))
 	}
 	p, err := upgrade.ParsePlan(data)
+	if err == nil {
+		err = p.Check()
+	}
 	if err != nil {
 		return nil, exitcode.New(exitcode.FromError(err), fmt.Errorf("%s: %w", ref, err))
 	}

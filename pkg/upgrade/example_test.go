@@ -61,8 +61,8 @@ steps:
 	fmt.Print(plan.Diagram())
 	// Output:
 	// upgrade-started
-	//   -> upgrading-cp-1    -> upgraded-cp-1  (or upgrading-cp-1-failed)
-	//   -> upgrading-cp-2    -> upgraded-cp-2  (or upgrading-cp-2-failed)
-	//   -> upgrading-workers -> upgraded-workers  (or upgrading-workers-failed)
+	//   -> upgrading-cp-1     -> upgraded-cp-1     (or upgrading-cp-1-failed)
+	//   -> upgrading-cp-2     -> upgraded-cp-2     (or upgrading-cp-2-failed)
+	//   -> upgrading-workers  -> upgraded-workers  (or upgrading-workers-failed)
 	//   -> upgrade-complete
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
 
@@ -237,6 +238,16 @@ func (p *Plan) Instantiate(nodes []string) (*Plan, error) {
 		return nil, err
 	}
 	return &out, nil
+}
+
+// Check validates a plan that may still be a template: a template is
+// checked as if expanded for two control-plane nodes, node-1 and node-2.
+func (p *Plan) Check() error {
+	if !p.IsTemplate() {
+		return p.Validate()
+	}
+	_, err := p.Instantiate([]string{"node-1", "node-2"})
+	return err
 }
 
 // stateName is what a state or host status may be called: lowercase
@@ -691,16 +702,12 @@ func (p *Plan) Clone() *Plan {
 // Diagram draws the plan as text, one step a line.
 func (p *Plan) Diagram() string {
 	var b strings.Builder
-	width := 0
-	for _, s := range p.allSteps() {
-		width = max(width, len(s.Name))
-	}
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	line := func(indent string, s Step) {
-		fmt.Fprintf(&b, "%s-> %-*s", indent, width, s.Name)
+		reaches := ""
 		if s.Reaches != "" {
-			fmt.Fprintf(&b, " -> %s", s.Reaches)
+			reaches = "-> " + string(s.Reaches)
 		}
-		fmt.Fprintf(&b, "  (or %s)", s.Failed)
 		var notes []string
 		if s.Optional {
 			notes = append(notes, "optional")
@@ -714,29 +721,35 @@ func (p *Plan) Diagram() string {
 		if s.ForEach != "" {
 			notes = append(notes, "for each control-plane node")
 		}
+		note := ""
 		if len(notes) > 0 {
-			fmt.Fprintf(&b, "  [%s]", strings.Join(notes, "; "))
+			note = "[" + strings.Join(notes, "; ") + "]"
 		}
-		b.WriteString("\n")
+		fmt.Fprintf(w, "%s-> %s\t%s\t(or %s)\t%s\n", indent, s.Name, reaches, s.Failed, note)
 	}
-	fmt.Fprintf(&b, "%s\n", p.Start)
+	fmt.Fprintf(w, "%s\n", p.Start)
 	for _, s := range p.Steps {
 		line("  ", s)
 	}
-	fmt.Fprintf(&b, "  -> %s\n", p.Complete)
+	fmt.Fprintf(w, "  -> %s\n", p.Complete)
 	for _, s := range p.AfterComplete {
 		line("    ", s)
 	}
 	if p.Abort != nil {
-		fmt.Fprintf(&b, "any state before %s:\n", p.Complete)
-		a := *p.Abort
-		line("  ", a)
+		fmt.Fprintf(w, "any state before %s:\n", p.Complete)
+		line("  ", *p.Abort)
 	}
 	if len(p.HostSteps) > 0 {
-		b.WriteString("host steps (each node, whatever the state):\n")
+		fmt.Fprintln(w, "host steps (each node, whatever the state):")
 		for _, h := range p.HostSteps {
-			fmt.Fprintf(&b, "  %s -> %s  (or %s)\n", h.Name, h.Reaches, h.Failed)
+			fmt.Fprintf(w, "  %s\t-> %s\t(or %s)\t\n", h.Name, h.Reaches, h.Failed)
 		}
 	}
-	return b.String()
+	_ = w.Flush()
+	// tabwriter pads the last cell too: trim what it leaves at line ends.
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
 }

@@ -449,3 +449,19 @@ func TestStartRefusesWhileNotOver(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckTemplates(t *testing.T) {
+	tmpl, err := ParsePlan([]byte("name: each\nsteps:\n- {name: \"up-{node}\", reaches: done, forEach: control-plane-node}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tmpl.Check(); exitcode.FromError(err) != exitcode.Invalid || err.Error() != "plan each is invalid: state done is named twice" {
+		t.Fatalf("a template whose expansion repeats a name: %v", err)
+	}
+	for _, name := range BuiltinPlans() {
+		p, err := Builtin(name)
+		if err != nil || p.Check() != nil {
+			t.Fatalf("built-in %s: %v %v", name, err, p.Check())
+		}
+	}
+}
