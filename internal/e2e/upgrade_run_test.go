@@ -513,3 +513,74 @@ func blackholeServer(t *testing.T) string {
 	})
 	return "https://" + l.Addr().String()
 }
+
+// TestUpgradeRunWithoutLeaseRights: a runner that may not take a Lease
+// still runs and records, with a warning; its step has no heartbeat, so the
+// audit judges it by --stuck-after instead of failing it as silent.
+func TestUpgradeRunWithoutLeaseRights(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := s.admin.RbacV1().Roles(e.ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "state-only"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
+			ResourceNames: []string{"kubeadmcfg-upgrade"}, Verbs: []string{"get", "update"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.admin.RbacV1().RoleBindings(e.ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "state-only"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "state-only"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: testcluster.UnprivilegedUser}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wantExit(t, e.plugin("upgrade-start", "--to", "v1.37.3"), 0)
+	bg := make(chan result, 1)
+	go func() {
+		bg <- e.kubectlAs(testcluster.UnprivilegedContext, "kubeadmcfg", "upgrade-run", "downloading-images", "--", "sh", "-c", "sleep 4; echo pulled")
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st := e.planStatus()
+		if len(st.Runners) == 1 && st.Runners[0].Lease == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the runner without a heartbeat was not recorded as such: %+v", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r := e.plugin("upgrade-audit", "--stale-after", "1s")
+	if r.code != 0 || r.stdout != "upgrade state unchanged: downloading-images\n" {
+		t.Fatalf("the audit failed a step without a heartbeat as silent: %s", r)
+	}
+	r = <-bg
+	wantExit(t, r, 0)
+	if !strings.Contains(r.stderr, "warning: no heartbeat (") || !strings.Contains(r.stderr, "audited by upgrade-audit --stuck-after instead") ||
+		e.planStatus().State != "downloaded-images" {
+		t.Fatalf("without Lease rights: %s", r)
+	}
+}
+
+// TestUpgradeAuditCountsHostProgress: a long step whose hosts keep
+// reporting is progressing; once they stop, it is stuck.
+func TestUpgradeAuditCountsHostProgress(t *testing.T) {
+	e := newEnv(t)
+	wantExit(t, e.plugin("upgrade-start", "--to", "v1.37.3"), 0)
+	e.walk("downloading-images", "downloaded-images", "upgrading-networking", "upgraded-networking", "upgrading-storage",
+		"upgraded-storage", "upgrading-first-master", "upgraded-first-master", "upgrading-kubelets")
+	for _, node := range []string{"worker-1", "worker-2"} {
+		time.Sleep(2500 * time.Millisecond)
+		wantExit(t, e.plugin("upgrade-host", node, "upgrading-kubelet"), 0)
+		r := e.plugin("upgrade-audit", "--stuck-after", "2s")
+		if r.stdout != "upgrade state unchanged: upgrading-kubelets\n" {
+			t.Fatalf("a step whose hosts report was failed: %s", r)
+		}
+	}
+	time.Sleep(3500 * time.Millisecond)
+	r := e.plugin("upgrade-audit", "--stuck-after", "2s")
+	st := e.planStatus()
+	if r.stdout != "upgrade state: upgrading-kubelets -> upgrading-kubelets-failed\n" || st.Hosts["worker-2"].Status != "upgrading-kubelet-failed" {
+		t.Fatalf("a step whose hosts stopped reporting: %s\n%+v", r, st)
+	}
+}
