@@ -3,6 +3,7 @@ module github.com/kubeadmcfg/kubectl-kubeadmcfg
 go 1.26.0
 
 require (
+	github.com/aymanbagabas/go-udiff v0.4.1
 	github.com/google/go-cmp v0.7.0
 	github.com/spf13/cobra v1.10.2
 	gopkg.in/evanphx/json-patch.v4 v4.13.0
