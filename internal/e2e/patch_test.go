@@ -57,7 +57,7 @@ func (e *env) wantKubeadmAccepts() {
 func TestPatchConcurrentWritersLoseNothing(t *testing.T) {
 	e := newEnv(t)
 	e.storm("e2e", 8, 10, func(arg string) result {
-		return e.plugin("patch", "--set", "apiServer.extraArgs."+arg+"=1")
+		return e.plugin("patch", "--set", appendSAN(arg))
 	})
 	e.wantKubeadmAccepts()
 }

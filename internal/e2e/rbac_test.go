@@ -118,7 +118,7 @@ func TestWithoutLeaseRightsWritersFallBack(t *testing.T) {
 	warned := 0
 	for _, r := range e.storm("nl", writers, patches, func(arg string) result {
 		return e.kubectlAs(testcluster.UnprivilegedContext, "kubeadmcfg", "patch", "--no-backup",
-			"--set", "apiServer.extraArgs."+arg+"=1")
+			"--set", appendSAN(arg))
 	}) {
 		if strings.Contains(r.stderr, "write queue could not be used") {
 			warned++

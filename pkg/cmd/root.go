@@ -100,6 +100,8 @@ func withHint(err error) error {
 		return exitcode.WithHint(err, "check --kubeconfig, --context, --token")
 	case errors.Is(err, engine.ErrUnreachable):
 		return exitcode.WithHint(err, "check --kubeconfig and --context")
+	case errors.Is(err, engine.ErrOutcomeUnknown):
+		return exitcode.WithHint(err, "check with 'kubectl kubeadmcfg get' (or 'upgrade-status') before retrying")
 	case errors.Is(err, engine.ErrGaveUp) && exitcode.FromError(err) == exitcode.Conflict:
 		return exitcode.WithHint(err, "retry, or raise --timeout")
 	case errors.As(err, &backupErr):

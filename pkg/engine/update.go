@@ -3,13 +3,13 @@ package engine
 import (
 	"context"
 	"errors"
+	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -40,10 +40,18 @@ type Result struct {
 	QueueError error
 	// Backup is where the replaced document was backed up, if it was.
 	Backup string
+	// Recovered is true when the answer to the write was lost and the
+	// engine found out that it had landed.
+	Recovered bool
 }
 
-// ErrGaveUp marks a write that ran out of its time budget.
+// ErrGaveUp marks a write that ran out of its time budget with nothing of
+// it written.
 var ErrGaveUp = errors.New("gave up")
+
+// ErrOutcomeUnknown marks a write whose answer was lost and whose outcome
+// could not be found out (exit code 7): it may or may not have landed.
+var ErrOutcomeUnknown = errors.New("the outcome of the last write is unknown")
 
 // errQueueBusy makes a first attempt give way to writers already queued. It
 // is not a conflict: nothing was sent, and Result.Conflicts stays honest.
@@ -55,72 +63,123 @@ var backoff = wait.Backoff{Duration: 5 * time.Millisecond, Factor: 2, Jitter: 1,
 // beforeWrite runs with the exact copy a write is about to replace.
 type beforeWrite func(ctx context.Context, current *corev1.ConfigMap) error
 
+// call is the state of one Update or Delete: what it has sent, and what it
+// knows about the server.
+type call struct {
+	e   *Engine
+	res *Result
+	// token marks every write of this call (WriteIDAnnotation), so a write
+	// whose answer was lost can be recognised as this call's and no other's.
+	token string
+	// pending is a write whose answer was lost; nil when none is.
+	pending *pending
+	// connected is set once any request got a connection to the API server:
+	// giving up without one means the server could not be reached.
+	connected atomic.Bool
+	// reading is true for a call that only reads.
+	reading bool
+}
+
+// answered marks the call connected when err is an answer from the API
+// server (nil, or a Status), and returns err.
+func (c *call) answered(err error) error {
+	var status apierrors.APIStatus
+	if err == nil || errors.As(err, &status) {
+		c.connected.Store(true)
+	}
+	return err
+}
+
+// trace marks the call connected when a request gets a connection.
+func (c *call) trace(ctx context.Context) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { c.connected.Store(true) },
+	})
+}
+
 // Update reads the ConfigMap, lets mutate edit a copy, and writes it back
 // with the resourceVersion it read. On a conflict it reads again and runs
 // mutate on the newer copy; throttling, server errors and broken connections
 // are retried too, until Options.Timeout. Forbidden, not found and invalid
 // are returned at once. With a Leader, a process that does not hold the
 // Lease writes nothing and reports Skipped.
+//
+// A write whose answer is lost is applied at most once: see resolve.
 func (e *Engine) Update(ctx context.Context, mutate Mutate) (*Result, error) {
 	return e.update(ctx, mutate, nil)
 }
 
 func (e *Engine) update(ctx context.Context, mutate Mutate, before beforeWrite) (*Result, error) {
-	res := &Result{DryRun: e.opts.DryRun}
-	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	c := &call{e: e, res: &Result{DryRun: e.opts.DryRun}, token: newToken()}
+	ctx, cancel := context.WithTimeout(c.trace(ctx), e.opts.Timeout)
 	defer cancel()
 	if reason, err := e.checkLeader(ctx); err != nil || reason != "" {
-		res.Skipped, res.SkipReason = reason != "", reason
-		return res, err
+		c.res.Skipped, c.res.SkipReason = reason != "", reason
+		return c.res, err
 	}
 	// While the first read is under way, ask whether writers are queued; if
 	// they are, the first attempt writes nothing and queues behind them.
 	var busy <-chan bool
-	if c := e.coordinator; c != nil {
+	if q := e.coordinator; q != nil {
 		ch := make(chan bool, 1)
-		go func() { ch <- c.Busy(ctx) }()
+		go func() { ch <- q.Busy(ctx) }()
 		busy = ch
 	}
-	var unknown *corev1.ConfigMap // a write whose outcome was lost with its connection
-	err := e.retry(ctx, res, func(ctx context.Context) (bool, error) {
+	err := c.retry(ctx, func(ctx context.Context) (bool, error) {
 		gate := busy
 		busy = nil // only the first attempt gives way
-		return e.attempt(ctx, mutate, before, res, gate, &unknown)
+		return c.attempt(ctx, mutate, before, gate)
 	})
-	return res, err
+	return c.res, err
 }
 
 // Delete removes the ConfigMap once check accepts the freshly read copy,
 // with the resourceVersion and uid it read as preconditions: a concurrent
 // change makes the delete conflict, and check runs again on the newer copy.
+// A delete whose answer is lost is recognised as done when the first change
+// after the copy it checked is the deletion.
 func (e *Engine) Delete(ctx context.Context, check func(cm *corev1.ConfigMap) error) (*Result, error) {
-	res := &Result{DryRun: e.opts.DryRun}
-	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	c := &call{e: e, res: &Result{DryRun: e.opts.DryRun}}
+	ctx, cancel := context.WithTimeout(c.trace(ctx), e.opts.Timeout)
 	defer cancel()
-	err := e.retry(ctx, res, func(ctx context.Context) (bool, error) {
+	err := c.retry(ctx, func(ctx context.Context) (bool, error) {
 		cms := e.client.CoreV1().ConfigMaps(e.target.Namespace)
 		current, err := cms.Get(ctx, e.target.Name, metav1.GetOptions{})
+		err = c.answered(err)
+		if c.pending != nil {
+			done, rerr := c.resolveDelete(ctx, current, err)
+			if rerr != nil {
+				return !IsRetryable(rerr) && ctx.Err() == nil, rerr
+			}
+			if done {
+				c.res.Changed = true // the lost delete landed
+				return true, nil
+			}
+		}
 		if err != nil {
 			return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "get", e.target.String())
 		}
-		res.Old = current
+		c.res.Old = current
 		if err := check(current); err != nil {
 			return true, err
 		}
-		res.Changed = true
+		c.res.Changed = true
 		if e.opts.DryRun == DryRunClient {
 			return true, nil
 		}
-		err = cms.Delete(ctx, e.target.Name, metav1.DeleteOptions{
+		err = c.answered(cms.Delete(ctx, e.target.Name, metav1.DeleteOptions{
 			DryRun:        e.serverDryRun(),
 			Preconditions: &metav1.Preconditions{UID: &current.UID, ResourceVersion: &current.ResourceVersion},
-		})
+		}))
 		if err != nil {
+			if e.lost(err) {
+				c.pending = &pending{kind: pendingDelete, uid: current.UID, precondition: current.ResourceVersion, cause: err}
+			}
 			return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "delete", e.target.String())
 		}
 		return true, nil
 	})
-	return res, err
+	return c.res, err
 }
 
 func (e *Engine) serverDryRun() []string {
@@ -130,13 +189,28 @@ func (e *Engine) serverDryRun() []string {
 	return nil
 }
 
+// lost reports whether a failed write may nonetheless have landed: the
+// request went out and no answer came back. A dry run never lands.
+func (e *Engine) lost(err error) bool {
+	if e.opts.DryRun != DryRunNone || apierrors.IsConflict(err) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		// The server answered; only a timeout while it was still working
+		// leaves the outcome open.
+		return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || status.Status().Code >= 500
+	}
+	return true // no answer at all: the connection broke, or the deadline passed
+}
+
 // retry runs attempt until it is done, waiting between attempts: the server's
 // Retry-After when it gives one, otherwise jittered exponential backoff, and
 // on a conflict the Coordinator's turn when there is one. It gives up when
 // ctx's deadline passes.
-func (e *Engine) retry(ctx context.Context, res *Result, attempt func(context.Context) (bool, error)) error {
+func (c *call) retry(ctx context.Context, attempt func(context.Context) (bool, error)) error {
 	delays := backoff
-	coordinator := e.coordinator
+	coordinator := c.e.coordinator
 	var lastErr error
 	var release func()
 	defer func() {
@@ -145,7 +219,7 @@ func (e *Engine) retry(ctx context.Context, res *Result, attempt func(context.Co
 		}
 	}()
 	for {
-		res.Attempts++
+		c.res.Attempts++
 		done, err := attempt(ctx)
 		if done {
 			return err
@@ -153,21 +227,21 @@ func (e *Engine) retry(ctx context.Context, res *Result, attempt func(context.Co
 		lastErr = err
 		conflict := apierrors.IsConflict(err)
 		if conflict {
-			res.Conflicts++
+			c.res.Conflicts++
 		}
 		if (conflict || errors.Is(err, errQueueBusy)) && coordinator != nil && release == nil {
 			// Take a turn instead of colliding again, and keep it until done.
 			var qerr error
 			if release, qerr = coordinator.Acquire(ctx); qerr == nil {
-				res.Queued = true
+				c.res.Queued = true
 				continue
 			}
 			if ctx.Err() != nil {
-				return e.stopped(ctx, res, lastErr)
+				return c.stopped(ctx, lastErr)
 			}
 			// The queue is unusable (no rights on Leases, say): fall back to
 			// backoff alone, which is slower but still safe.
-			res.QueueError = qerr
+			c.res.QueueError = qerr
 			coordinator = nil
 		}
 		var wait time.Duration
@@ -182,7 +256,7 @@ func (e *Engine) retry(ctx context.Context, res *Result, attempt func(context.Co
 		}
 		select {
 		case <-ctx.Done():
-			return e.stopped(ctx, res, lastErr)
+			return c.stopped(ctx, lastErr)
 		case <-time.After(wait):
 		}
 	}
@@ -192,31 +266,62 @@ func wait2ms() time.Duration { return wait.Jitter(2*time.Millisecond, 1) }
 
 // attempt makes one read-mutate-write pass. done is false when the error is
 // worth another attempt.
-func (e *Engine) attempt(ctx context.Context, mutate Mutate, before beforeWrite, res *Result, busy <-chan bool, unknown **corev1.ConfigMap) (done bool, err error) {
+func (c *call) attempt(ctx context.Context, mutate Mutate, before beforeWrite, busy <-chan bool) (done bool, err error) {
+	e, res := c.e, c.res
 	prevOld := res.Old
 	res.Changed, res.Created, res.Old, res.New = false, false, nil, nil // nothing carries over from a failed attempt
 	cms := e.client.CoreV1().ConfigMaps(e.target.Namespace)
 	current, err := cms.Get(ctx, e.target.Name, metav1.GetOptions{})
+	err = c.answered(err)
 	missing := apierrors.IsNotFound(err) && e.opts.CreateIfMissing
-	switch {
-	case missing:
+	if err != nil && !missing {
+		if c.pending != nil && apierrors.IsNotFound(err) {
+			// Gone since our lost write: only the history can tell.
+			current = nil
+		} else {
+			return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "get", e.target.String())
+		}
+	}
+	var createRV string // with missing: the collection's resourceVersion, for a lost create
+	if missing {
+		if createRV, err = c.collectionVersion(ctx); err != nil {
+			return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "list", e.target.String())
+		}
 		current = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: e.target.Name, Namespace: e.target.Namespace}}
-	case err != nil:
-		return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "get", e.target.String())
 	}
-	if sent := *unknown; sent != nil && !missing && sameContent(sent, current) {
-		// The write whose answer was lost did land: do not apply the edit a
-		// second time (an append would append twice).
-		res.Changed, res.Old, res.New = true, prevOld, current
-		return true, nil
+	if c.pending != nil {
+		if missing {
+			current = nil
+		}
+		landed, err := c.resolve(ctx, current)
+		switch {
+		case err != nil:
+			return !IsRetryable(err) && ctx.Err() == nil, err
+		case landed != nil:
+			res.Changed, res.Old, res.New, res.Recovered = true, prevOld, landed, true
+			res.Created = prevOld == nil
+			return true, nil
+		}
+		if missing {
+			current = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: e.target.Name, Namespace: e.target.Namespace}}
+		}
 	}
-	*unknown = nil
 	work := current.DeepCopy()
 	changed, err := mutate(work)
 	if err != nil || !changed {
 		res.Old, res.New = current, current
+		if c.pending != nil {
+			// The lost write may still land (the object is at its
+			// precondition) and there is nothing to send again: only an edit
+			// that does not give the same result twice gets here.
+			return true, c.unknown(c.pending.cause)
+		}
 		return true, err
 	}
+	if work.Annotations == nil {
+		work.Annotations = map[string]string{}
+	}
+	work.Annotations[WriteIDAnnotation] = c.token
 	res.Changed, res.Created = true, missing
 	if !missing {
 		res.Old = current
@@ -251,40 +356,80 @@ func (e *Engine) attempt(ctx context.Context, mutate Mutate, before beforeWrite,
 		// work carries current's resourceVersion: the compare-and-swap.
 		written, err = cms.Update(ctx, work, metav1.UpdateOptions{DryRun: e.serverDryRun(), FieldManager: e.opts.FieldManager})
 	}
-	if err != nil {
-		if !apierrors.IsConflict(err) && IsRetryable(err) {
-			*unknown = work // it may have landed; the next read tells
+	if c.answered(err) != nil {
+		if e.lost(err) {
+			p := &pending{kind: pendingUpdate, uid: current.UID, precondition: current.ResourceVersion, cause: err}
+			if missing {
+				p.kind, p.precondition = pendingCreate, createRV
+			}
+			c.pending = p
 		}
 		return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "update", e.target.String())
 	}
+	c.pending = nil
 	res.New = written
 	return true, nil
 }
 
-// sameContent reports whether cm holds what sent was to write.
-func sameContent(sent, cm *corev1.ConfigMap) bool {
-	return equality.Semantic.DeepEqual(sent.Data, cm.Data) && equality.Semantic.DeepEqual(sent.BinaryData, cm.BinaryData) &&
-		equality.Semantic.DeepEqual(sent.Annotations, cm.Annotations) && equality.Semantic.DeepEqual(sent.Labels, cm.Labels)
-}
-
-// stopped explains a write whose context ended: interrupted (exit 1), or out
-// of time, which is exit 1 when the API server could not be reached at all
-// and exit 4 (retries exhausted) otherwise.
-func (e *Engine) stopped(ctx context.Context, res *Result, last error) error {
+// stopped explains a call whose context ended. A write whose answer was lost
+// and not yet resolved makes the outcome unknown (exit 7), whatever ended the
+// call. Otherwise: interrupted (exit 1); the API server never reached (exit
+// 1); out of time against conflicts or a busy or hanging server (exit 4).
+func (c *call) stopped(ctx context.Context, last error) error {
+	e, res := c.e, c.res
+	if c.pending != nil {
+		return c.unknown(c.pending.cause)
+	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return exitcode.Failuref("interrupted after %d attempts on %s", res.Attempts, e.target)
 	}
 	timeout := e.opts.Timeout
-	if last != nil && (utilnet.IsConnectionRefused(last) || utilnet.IsConnectionReset(last) || utilnet.IsProbableEOF(last)) {
-		return exitcode.Failuref("%w on %s after %d attempts in %s: %w", ErrGaveUp, e.target, res.Attempts, timeout, last)
+	if !c.connected.Load() {
+		return exitcode.Failuref("%w on %s: no connection in %s, %d attempts: %w", ErrUnreachable, e.target, timeout, res.Attempts, last)
+	}
+	if c.reading {
+		return exitcode.Conflictf("%w reading %s after %d attempts in %s (%s)", ErrGaveUp, e.target, res.Attempts, timeout, message(last))
 	}
 	if res.Conflicts > 0 {
 		return exitcode.Conflictf("%w on %s after %d attempts in %s (%d conflicts with other writers); nothing was written by this command",
 			ErrGaveUp, e.target, res.Attempts, timeout, res.Conflicts)
 	}
-	why := "no answer"
-	if last != nil {
-		why = exitcode.Message(last)
-	}
-	return exitcode.Conflictf("%w on %s after %d attempts in %s (%s)", ErrGaveUp, e.target, res.Attempts, timeout, why)
+	return exitcode.Conflictf("%w on %s after %d attempts in %s (%s); nothing was written by this command", ErrGaveUp, e.target, res.Attempts, timeout, message(last))
 }
+
+// message says why the last attempt failed.
+func message(last error) string {
+	if last == nil {
+		return "no answer"
+	}
+	return exitcode.Message(last)
+}
+
+// unknown is the error of a call that cannot tell whether its write landed.
+func (c *call) unknown(cause error) error {
+	return exitcode.New(exitcode.OutcomeUnknown, &OutcomeError{Target: c.e.target.String(), WriteID: c.token, Cause: cause})
+}
+
+// OutcomeError is a write whose answer was lost and whose outcome could not
+// be found out.
+type OutcomeError struct {
+	Target string
+	// WriteID is the write's WriteIDAnnotation: the write landed if a copy
+	// of the ConfigMap ever carried it.
+	WriteID string
+	Cause   error
+}
+
+func (e *OutcomeError) Error() string {
+	msg := ErrOutcomeUnknown.Error() + ": the answer to the write of " + e.Target
+	if e.WriteID != "" {
+		msg += " (write id " + e.WriteID + ")"
+	}
+	msg += " was lost"
+	if e.Cause != nil {
+		msg += " (" + exitcode.Message(e.Cause) + ")"
+	}
+	return msg + " and whether it landed cannot be told"
+}
+
+func (e *OutcomeError) Unwrap() error { return ErrOutcomeUnknown }

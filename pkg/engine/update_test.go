@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"io"
+	"syscall"
 	"testing"
 	"time"
 
@@ -124,5 +126,79 @@ func TestNewcomerGivesWayToQueuedWriters(t *testing.T) {
 	if *updates != 1 || res.Conflicts != 0 || !res.Queued || q.acquired != 1 || q.released != 1 || res.Attempts != 2 {
 		t.Fatalf("updates %d, conflicts %d, queued %v, acquired %d, released %d, attempts %d",
 			*updates, res.Conflicts, res.Queued, q.acquired, q.released, res.Attempts)
+	}
+}
+
+// lostAnswers makes the first n updates lose their answer: with commit the
+// update is applied to the store first (the server committed, the
+// connection broke on the way back), without it nothing is applied.
+func lostAnswers(cs *fake.Clientset, n int, commit bool) *int {
+	sent := 0
+	cs.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sent++
+		if sent > n {
+			return false, nil, nil
+		}
+		if commit {
+			obj := a.(k8stesting.UpdateAction).GetObject()
+			if err := cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("configmaps"), obj, "kube-system"); err != nil {
+				return true, nil, err
+			}
+		}
+		return true, nil, io.ErrUnexpectedEOF
+	})
+	return &sent
+}
+
+// TestLostAnswerIsAppliedOnce: an append whose answer is lost after the
+// commit is recognised by its token on the next read, and not appended
+// again; one lost before the commit is sent again, once.
+func TestLostAnswerIsAppliedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		commit    bool
+		wantSends int
+	}{
+		{"committed, answer lost", true, 1},
+		{"lost before the commit", false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, _ := newFake()
+			sent := lostAnswers(cs, 1, tc.commit)
+			runs := 0
+			e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config"}, Options{Timeout: 5 * time.Second})
+			res, err := e.Update(context.Background(), increment(&runs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm, _ := cs.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "kubeadm-config", metav1.GetOptions{})
+			if got := cm.Data["k"]; got != "0+" {
+				t.Fatalf("document %q, want one append (0+)", got)
+			}
+			if *sent != tc.wantSends || res.Recovered != tc.commit {
+				t.Fatalf("sent %d writes (want %d), recovered %v", *sent, tc.wantSends, res.Recovered)
+			}
+		})
+	}
+}
+
+// TestUnknownOutcomeExits7: a write whose answer is lost, with the server
+// unreachable afterwards until the deadline, ends in exit 7, not 4.
+func TestUnknownOutcomeExits7(t *testing.T) {
+	cs, _ := newFake()
+	lostAnswers(cs, 1, true)
+	gets := 0
+	cs.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		gets++
+		if gets > 1 {
+			return true, nil, syscall.ECONNREFUSED
+		}
+		return false, nil, nil
+	})
+	runs := 0
+	e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config"}, Options{Timeout: 300 * time.Millisecond})
+	_, err := e.Update(context.Background(), increment(&runs))
+	if got := exitcode.FromError(err); got != exitcode.OutcomeUnknown || !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("exit %d (%v), want 7", got, err)
 	}
 }
