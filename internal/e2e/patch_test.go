@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -177,6 +179,54 @@ func TestPatchIfLeader(t *testing.T) {
 		t.Fatal("the holder did not write")
 	}
 	wantExit(t, e.plugin("patch", "--if-leader", e.ns+"/missing", "--set", "clusterName=x"), 5)
+}
+
+// TestPatchIfLeaderExpiry: a Lease that has expired has no holder, whoever
+// it names; one whose renewTime looks an hour old (its holder's clock is
+// behind) but which is being renewed still has one. Expiry is decided by
+// watching the Lease here for one lease duration, never by this host's
+// clock alone.
+func TestPatchIfLeaderExpiry(t *testing.T) {
+	e := newEnv(t)
+	holder, seconds := "controller-0_1234", int32(2)
+	hourAgo := metav1.NewMicroTime(time.Now().Add(-time.Hour))
+	leases := s.admin.CoordinationV1().Leases(e.ns)
+	for _, name := range []string{"dead", "alive"} {
+		if _, err := leases.Create(context.Background(), &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &hourAgo},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rv := e.configMapRV()
+	r := e.plugin("patch", "--if-leader", e.ns+"/dead", "--identity", "controller-0", "--set", "clusterName=from-dead")
+	wantExit(t, r, 0)
+	if !strings.Contains(r.stdout, "skipped: lease "+e.ns+"/dead has expired") || e.configMapRV() != rv {
+		t.Fatalf("the named holder of an expired Lease wrote: %s", r)
+	}
+	// The "alive" Lease is renewed every 500ms, always stamped an hour ago.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			l, err := leases.Get(context.Background(), "alive", metav1.GetOptions{})
+			if err != nil {
+				return
+			}
+			l.Annotations = map[string]string{"renewal": fmt.Sprint(i)}
+			_, _ = leases.Update(context.Background(), l, metav1.UpdateOptions{})
+		}
+	}()
+	wantExit(t, e.plugin("patch", "--if-leader", e.ns+"/alive", "--identity", "controller-0", "--set", "clusterName=from-alive"), 0)
+	if !strings.Contains(e.document(), "clusterName: from-alive\n") {
+		t.Fatal("the holder of a live Lease whose clock is behind did not write")
+	}
 }
 
 func TestPatchBadInput(t *testing.T) {
