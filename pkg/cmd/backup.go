@@ -43,6 +43,7 @@ type BackupInfo struct {
 	Name              string    `json:"name"`
 	Path              string    `json:"path"`
 	Time              time.Time `json:"time"`
+	Server            string    `json:"server"`
 	ConfigMap         string    `json:"configMap"`
 	UID               string    `json:"uid"`
 	ResourceVersion   string    `json:"resourceVersion"`
@@ -57,7 +58,7 @@ type BackupInfo struct {
 
 func newBackupInfo(b *backup.Backup, problems []string) BackupInfo {
 	return BackupInfo{
-		Name: b.Name, Path: b.Path, Time: b.Time, ConfigMap: b.Namespace + "/" + b.ConfigMap, UID: b.UID,
+		Name: b.Name, Path: b.Path, Time: b.Time, Server: b.Server, ConfigMap: b.Namespace + "/" + b.ConfigMap, UID: b.UID,
 		ResourceVersion: b.ResourceVersion, KubernetesVersion: b.KubernetesVersion, APIVersion: b.APIVersion,
 		Size: b.Size, SHA256: b.SHA256, ChecksumOK: b.ChecksumOK(), Reason: b.Reason, Problems: problems,
 	}
@@ -65,6 +66,7 @@ func newBackupInfo(b *backup.Backup, problems []string) BackupInfo {
 
 // BackupOptions backs up the live document.
 type BackupOptions struct {
+	Timeout time.Duration
 	Cluster *ClusterFlags
 	Backup  *BackupFlags
 	Print   *PrintFlags

@@ -181,9 +181,11 @@ func (o *RestoreOptions) Validate() error {
 	return o.Backup.Validate()
 }
 
+func (o *RestoreOptions) budget() time.Duration { return o.Write.Timeout }
+
 // Run verifies the backup and restores it.
 func (o *RestoreOptions) Run(ctx context.Context) error {
-	b, err := o.read()
+	b, err := o.read(ctx)
 	if err != nil {
 		return err
 	}
@@ -209,13 +211,24 @@ func (o *RestoreOptions) Run(ctx context.Context) error {
 	return printWrite(o.IOStreams, o.Print, out.WriteResult, out)
 }
 
-// read opens the backup named, or the newest one.
-func (o *RestoreOptions) read() (*backup.Backup, error) {
+// read opens the backup named, or the newest one of the live ConfigMap
+// (by its uid: never another cluster's). With --to-file there is no cluster
+// to ask, and the newest of the ConfigMap's name is taken only when all its
+// backups are of one uid.
+func (o *RestoreOptions) read(ctx context.Context) (*backup.Backup, error) {
 	store := o.Backup.Store()
 	if !o.Latest {
 		return store.Read(o.Name)
 	}
-	b, err := store.Latest(o.Cluster.Namespace(), o.Cluster.ConfigMap)
+	owner := backup.Owner{Namespace: o.Cluster.Namespace(), ConfigMap: o.Cluster.ConfigMap}
+	if o.engine != nil {
+		live, err := o.engine.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		owner.UID = string(live.UID)
+	}
+	b, err := store.Latest(owner)
 	if err == nil {
 		fmt.Fprintf(o.ErrOut, "using backup %s (resourceVersion %s of %s, taken %s)\n",
 			b.Name, b.ResourceVersion, b.Server, b.Time.Format(time.RFC3339))
