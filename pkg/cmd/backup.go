@@ -79,7 +79,8 @@ type BackupOptions struct {
 
 // NewBackupOptions returns options with defaults.
 func NewBackupOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *BackupOptions {
-	return &BackupOptions{Cluster: cluster, Backup: NewBackupFlags(), Print: NewPrintFlags(), Key: engine.DefaultKey, IOStreams: streams}
+	return &BackupOptions{Cluster: cluster, Backup: NewBackupFlags(), Print: NewPrintFlags(), Key: engine.DefaultKey,
+		Timeout: engine.DefaultTimeout, IOStreams: streams}
 }
 
 // NewCmdBackup builds the backup command and its list, verify and prune
@@ -106,6 +107,7 @@ func (o *BackupOptions) AddFlags(cmd *cobra.Command) {
 	o.Backup.AddFlags(cmd, false)
 	o.Print.AddFlags(cmd)
 	cmd.Flags().StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
+	addTimeoutFlag(cmd, &o.Timeout)
 }
 
 // Complete builds the printer and the client.
@@ -117,7 +119,7 @@ func (o *BackupOptions) Complete(_ *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	o.engine, o.server = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{}), c.Server
+	o.engine, o.server = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{Timeout: o.Timeout}), c.Server
 	return nil
 }
 
@@ -126,8 +128,13 @@ func (o *BackupOptions) Validate() error {
 	if strings.TrimSpace(o.Key) == "" {
 		return exitcode.Usagef("--key must not be empty")
 	}
+	if err := validateTimeout(o.Timeout); err != nil {
+		return err
+	}
 	return o.Backup.Validate()
 }
+
+func (o *BackupOptions) budget() time.Duration { return o.Timeout }
 
 // Run backs up the live document.
 func (o *BackupOptions) Run(ctx context.Context) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -24,6 +25,7 @@ const validateExample = `  # Validate the live ClusterConfiguration
 
 // ValidateOptions validates the live document or a file.
 type ValidateOptions struct {
+	Timeout        time.Duration
 	Cluster        *ClusterFlags
 	Print          *PrintFlags
 	Filename       string
@@ -44,7 +46,7 @@ type ValidateResult struct {
 // NewValidateOptions returns options with defaults.
 func NewValidateOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *ValidateOptions {
 	return &ValidateOptions{Cluster: cluster, Print: NewPrintFlags(), Key: engine.DefaultKey,
-		KubeadmVersion: clusterconfig.DefaultKubeadmVersion, IOStreams: streams}
+		KubeadmVersion: clusterconfig.DefaultKubeadmVersion, Timeout: engine.DefaultTimeout, IOStreams: streams}
 }
 
 // NewCmdValidate builds the validate command.
@@ -75,6 +77,7 @@ func (o *ValidateOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.Filename, "filename", "f", o.Filename, `A kubeadm config file to validate instead of the live document ("-" reads stdin)`)
 	cmd.Flags().StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
 	cmd.Flags().StringVar(&o.KubeadmVersion, "kubeadm-version", o.KubeadmVersion, "Release of kubeadm whose rules to apply")
+	addTimeoutFlag(cmd, &o.Timeout)
 	o.Print.AddFlags(cmd)
 }
 
@@ -90,7 +93,7 @@ func (o *ValidateOptions) Complete(_ *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	o.engine = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{})
+	o.engine = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{Timeout: o.Timeout})
 	return nil
 }
 
@@ -102,8 +105,10 @@ func (o *ValidateOptions) Validate() error {
 	if strings.TrimSpace(o.Key) == "" {
 		return exitcode.Usagef("--key must not be empty")
 	}
-	return nil
+	return validateTimeout(o.Timeout)
 }
+
+func (o *ValidateOptions) budget() time.Duration { return o.Timeout }
 
 // Run validates and prints every problem.
 func (o *ValidateOptions) Run(ctx context.Context) error {

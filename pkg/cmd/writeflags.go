@@ -31,7 +31,7 @@ func NewRetryFlags() *RetryFlags {
 // command.
 func (f *RetryFlags) AddFlags(cmd *cobra.Command, identityHelp string) {
 	fs := cmd.Flags()
-	fs.DurationVar(&f.Timeout, "timeout", f.Timeout, "Give up (exit 4) if the write has not succeeded within this time, retries on conflict included")
+	fs.DurationVar(&f.Timeout, "timeout", f.Timeout, "Give up (exit 4) if the command has not finished within this time, every read, retry on conflict and leader check included")
 	fs.BoolVar(&f.Queue, "queue", f.Queue, "After a conflict, wait for a turn in a fair queue of writers (coordination.k8s.io Leases) instead of retrying blindly")
 	fs.DurationVar(&f.QueueTTL, "queue-ttl", f.QueueTTL, "How long a queued writer's Lease may go unrenewed before the others take the writer for dead")
 	fs.StringVar(&f.Identity, "identity", f.Identity, identityHelp)
@@ -46,8 +46,8 @@ func (f *RetryFlags) Complete() {
 
 // Validate checks the values.
 func (f *RetryFlags) Validate() error {
-	if f.Timeout <= 0 {
-		return exitcode.Usagef("--timeout must be positive, not %s", f.Timeout)
+	if err := validateTimeout(f.Timeout); err != nil {
+		return err
 	}
 	if f.QueueTTL < time.Second {
 		return exitcode.Usagef("--queue-ttl must be at least 1s, not %s", f.QueueTTL)
@@ -165,3 +165,5 @@ func (f *WriteFlags) ToEngine(c *Clients, cluster *ClusterFlags, backup engine.B
 	}
 	return engine.New(c.Client, cluster.Target(f.Key), opts)
 }
+
+func (f *RetryFlags) budget() time.Duration { return f.Timeout }
