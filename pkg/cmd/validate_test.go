@@ -114,7 +114,10 @@ func TestGetValidate(t *testing.T) {
 	o := NewGetOptions(NewClusterFlags(), streams)
 	bad := NewGetOptions(NewClusterFlags(), streams)
 	bad.Key = ""
-	checkValidate(t, []validateCase{{"valid", o, ""}, {"key", bad, "--key must not be empty"}})
+	noTime := NewGetOptions(NewClusterFlags(), streams)
+	noTime.Timeout = 0
+	checkValidate(t, []validateCase{{"valid", o, ""}, {"key", bad, "--key must not be empty"},
+		{"timeout", noTime, "--timeout must be positive, not 0s"}})
 }
 
 func TestValidateValidate(t *testing.T) {
@@ -127,6 +130,7 @@ func TestValidateValidate(t *testing.T) {
 		{"valid", v(func(*ValidateOptions) {}), ""},
 		{"kubeadm-version", v(func(o *ValidateOptions) { o.KubeadmVersion = "v2.0.0" }), `--kubeadm-version: want a kubeadm 1.x release, not "v2.0.0"`},
 		{"key", v(func(o *ValidateOptions) { o.Key = "" }), "--key must not be empty"},
+		{"timeout", v(func(o *ValidateOptions) { o.Timeout = -time.Second }), "--timeout must be positive, not -1s"},
 	})
 }
 
@@ -149,6 +153,7 @@ func TestBackupValidate(t *testing.T) {
 		{"backup valid", b(func(*BackupOptions) {}), ""},
 		{"backup keep", b(func(o *BackupOptions) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
 		{"backup key", b(func(o *BackupOptions) { o.Key = "" }), "--key must not be empty"},
+		{"backup timeout", b(func(o *BackupOptions) { o.Timeout = 0 }), "--timeout must be positive, not 0s"},
 		{"list", NewBackupListOptions(streams), ""},
 		{"verify all", verify(true), ""},
 		{"verify names", verify(false, "a"), ""},
