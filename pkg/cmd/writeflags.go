@@ -79,11 +79,11 @@ type WriteFlags struct {
 // NewWriteFlags returns the defaults.
 func NewWriteFlags() *WriteFlags {
 	return &WriteFlags{
-		RetryFlags:     NewRetryFlags(),
-		DryRun:         string(engine.DryRunNone),
-		FieldManager:   managed.By,
-		Validate:       string(engine.ValidationStrict),
-		Key:            engine.DefaultKey,
+		RetryFlags:   NewRetryFlags(),
+		DryRun:       string(engine.DryRunNone),
+		FieldManager: managed.By,
+		Validate:     string(engine.ValidationStrict),
+		Key:          engine.DefaultKey,
 	}
 }
 
