@@ -168,7 +168,7 @@ func describeValidated(r *clusterconfig.FileReport) string {
 	for _, d := range r.Documents {
 		k := d.Kind
 		if k == "" {
-			k = "?"
+			k = "no kind"
 		}
 		if d.Checked == "decoding" {
 			k += " (decoded only)"
