@@ -17,10 +17,10 @@ import (
 
 // interesting values by the kind of text a field holds.
 var (
-	strings_ = []string{"", " ", "UPPER", "a_b", "x", "/abs/path", "rel/path", "-", "é", "a.b.c", "0"}
-	ports    = []string{"6443", "+6443", "-1", "0", "65535", "65536", "0x1a0b", "06443", " 6443", "6_443"}
-	hosts    = []string{"cluster.example", "LB.example", "192.0.2.10", "::1", "[::1]", "2001:db8::1", "host_name", "", "a..b"}
-	cidrs    = []string{"10.96.0.0/12", "10.96.0.0/11", "10.96.0.0/28", "10.96.0.0/29", "10.244.0.0/16", "10.244.0.0/8",
+	texts = []string{"", " ", "UPPER", "a_b", "x", "/abs/path", "rel/path", "-", "é", "a.b.c", "0"}
+	ports = []string{"6443", "+6443", "-1", "0", "65535", "65536", "0x1a0b", "06443", " 6443", "6_443"}
+	hosts = []string{"cluster.example", "LB.example", "192.0.2.10", "::1", "[::1]", "2001:db8::1", "host_name", "", "a..b"}
+	cidrs = []string{"10.96.0.0/12", "10.96.0.0/11", "10.96.0.0/28", "10.96.0.0/29", "10.244.0.0/16", "10.244.0.0/8",
 		"10.244.0.0/18", "10.244.0.0/24", "10.244.0.0/25", "fd00::/108", "fd00::/107", "fd00::/48", "fd00::/112",
 		"10.244.0.0/16,fd00::/56", "10.244.0.0/16,10.245.0.0/16", "fec0::/64", "10.0.0.0/33", "10.0.0.1"}
 	versions = []string{"v1.37.2", "v1.36.0", "v1.35.0", "v1.34.5", "v1.36.0-rc.1", "1.37.0", "v1.37", "ci/v1.37.0",
@@ -123,7 +123,7 @@ func mutateTree(rng *rand.Rand, tree map[string]any, kind string) {
 	p := pick(rng, paths)
 	switch rng.IntN(5) {
 	case 0:
-		setIn(tree, p, pick(rng, strings_))
+		setIn(tree, p, pick(rng, texts))
 	case 1:
 		setIn(tree, p, pick(rng, ints))
 	case 2:
@@ -172,7 +172,7 @@ func valueFor(rng *rand.Rand, field string) any {
 	case "certSANs":
 		return []any{pick(rng, hosts)}
 	}
-	return pick(rng, strings_)
+	return pick(rng, texts)
 }
 
 // leaves lists the paths of the tree's scalar values and empty containers,

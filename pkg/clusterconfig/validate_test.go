@@ -210,10 +210,16 @@ func TestFeatureGatesPerRelease(t *testing.T) {
 }
 
 func TestParsePort(t *testing.T) {
-	for in, ok := range map[string]bool{"6443": true, "1": true, "65535": true, "06443": true,
-		"0": false, "65536": false, "+6443": false, "-1": false, " 6443": false, "0x1a0b": false, "6_443": false, "": false, "６４４３": false} {
-		if _, err := parsePort(in); (err == nil) != ok {
-			t.Errorf("parsePort(%q): err %v, want ok=%v", in, err, ok)
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{"6443", true}, {"1", true}, {"65535", true}, {"06443", true},
+		{"0", false}, {"65536", false}, {"+6443", false}, {"-1", false}, {" 6443", false},
+		{"0x1a0b", false}, {"6_443", false}, {"", false}, {"６４４３", false},
+	} {
+		if _, err := parsePort(tc.in); (err == nil) != tc.ok {
+			t.Errorf("parsePort(%q): err %v, want ok=%v", tc.in, err, tc.ok)
 		}
 	}
 }
