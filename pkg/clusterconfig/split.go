@@ -38,10 +38,12 @@ func splitChunks(data []byte) (chunks [][]byte, lines []int, err error) {
 	text := string(data)
 	n := 0
 	for len(text) > 0 {
-		line, rest, _ := strings.Cut(text, "\n")
+		line, rest, ended := strings.Cut(text, "\n")
 		text = rest
 		n++
-		line = strings.TrimSuffix(line, "\r")
+		if ended { // bufio's ReadLine drops "\r\n", but keeps a final "\r"
+			line = strings.TrimSuffix(line, "\r")
+		}
 		if strings.HasPrefix(line, "---") {
 			trimmed := strings.TrimSpace(line[3:])
 			if trimmed != "" && trimmed[0] != '#' {
