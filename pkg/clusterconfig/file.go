@@ -62,6 +62,11 @@ func ValidateFile(data []byte, opts ValidateOptions) *FileReport {
 		return fr
 	}
 	fr.KubeadmRelease = rel.String()
+	for _, v := range rel.deprecated {
+		if slices.Contains(apiVersions, v) {
+			fr.Warnings = append(fr.Warnings, fmt.Sprintf("kubeadm %s deprecates %s: 'kubeadm config migrate' writes the newer apiVersion", rel, v))
+		}
+	}
 	if len(docs) == 0 {
 		fr.Warnings = append(fr.Warnings, "the file holds no document: kubeadm config validate accepts it, but kubeadm init and join need one")
 	}
@@ -120,9 +125,6 @@ func validateDocument(d *FileDocument, rel *release, initOrCluster bool, r *Repo
 	case known():
 		if !r.Valid() {
 			return "no"
-		}
-		if slices.Contains(rel.deprecated, d.APIVersion) {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("kubeadm %s deprecates %s: 'kubeadm config migrate' writes the newer apiVersion", rel, d.APIVersion))
 		}
 		if js, ok := strictJSON(d.Data, r); ok {
 			validateKubeadmKind(js, d.APIVersion, d.Kind, rel, r)
