@@ -29,14 +29,20 @@ func (e *env) document() string {
 }
 
 // kubeadmValidate runs the real `kubeadm config validate` on doc, with no
-// network (kubeadm would look a version label up online otherwise).
+// network (kubeadm would look a version label up online otherwise): kubeadm
+// 1.36 for a file with v1beta3 documents, which kubeadm 1.37 no longer reads,
+// and kubeadm 1.37 for the others.
 func kubeadmValidate(t *testing.T, doc []byte) (bool, string) {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(f, doc, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"-n", s.cluster.Bins.Kubeadm, "config", "validate", "--config", f}
+	bin := s.cluster.Bins.Kubeadm
+	if strings.Contains(string(doc), "kubeadm.k8s.io/v1beta3\n") {
+		bin = s.cluster.Bins.KubeadmV1beta3
+	}
+	args := []string{"-n", bin, "config", "validate", "--config", f}
 	if strings.Contains(string(doc), "kubeadm.k8s.io/v1\n") {
 		args = append(args, "--allow-experimental-api")
 	}
@@ -258,31 +264,55 @@ func TestPatchBadInput(t *testing.T) {
 	}
 }
 
-// TestCorpusAgreesWithKubeadm runs the real kubeadm on every v1beta4 and v1
-// corpus file and checks that the plugin's validate gives the same verdict.
+// TestCorpusAgreesWithKubeadm runs the real kubeadm on every corpus file,
+// whole (every document, empty ones included) — kubeadm 1.37 for v1beta4 and
+// v1, kubeadm 1.36 for v1beta3 — and checks that the plugin's validate -f
+// gives the same verdict.
 func TestCorpusAgreesWithKubeadm(t *testing.T) {
 	files, err := filepath.Glob("../../testdata/corpus/*.yaml")
-	if err != nil || len(files) < 40 {
+	if err != nil || len(files) < 100 {
 		t.Fatalf("corpus: %d files, %v", len(files), err)
 	}
-	checked := 0
+	perRelease := map[string]int{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(data), "kubeadm.k8s.io/v1beta3") {
-			continue // kubeadm 1.37 refuses the apiVersion itself
+		release := "1.37"
+		if strings.Contains(string(data), "kubeadm.k8s.io/v1beta3\n") {
+			release = "1.36"
 		}
-		checked++
+		perRelease[release]++
 		kubeadmOK, out := kubeadmValidate(t, data)
 		r := run(t, "kubectl", "kubeadmcfg", "validate", "-f", f)
 		if (r.code == 0) != kubeadmOK || (r.code != 0 && r.code != 3) {
-			t.Errorf("%s: kubeadm valid=%v (%s), plugin %s", filepath.Base(f), kubeadmOK, strings.TrimSpace(out), r)
+			t.Errorf("%s: kubeadm %s valid=%v (%s), plugin %s", filepath.Base(f), release, kubeadmOK, strings.TrimSpace(out), r)
 		}
 		if wantValid := strings.HasPrefix(filepath.Base(f), "valid-"); wantValid != kubeadmOK {
-			t.Errorf("%s: named for the wrong verdict, kubeadm says valid=%v", filepath.Base(f), kubeadmOK)
+			t.Errorf("%s: named for the wrong verdict, kubeadm %s says valid=%v", filepath.Base(f), release, kubeadmOK)
 		}
 	}
-	t.Logf("kubeadm and the plugin agree on %d documents", checked)
+	if perRelease["1.36"] < 10 {
+		t.Errorf("only %d v1beta3 files checked against kubeadm 1.36", perRelease["1.36"])
+	}
+	t.Logf("kubeadm and the plugin agree on %d files with kubeadm 1.37 and %d with kubeadm 1.36", perRelease["1.37"], perRelease["1.36"])
+}
+
+// TestRestoreToFileRefusesWhatKubeadmWould writes a kubeadm config file from
+// a backup with node values kubeadm refuses: exit 3 and no file.
+func TestRestoreToFileRefusesWhatKubeadmWould(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	wantExit(t, e.plugin("backup", "--backup-dir", dir), 0)
+	out := filepath.Join(t.TempDir(), "kubeadm.yaml")
+	r := e.plugin("restore", "--latest", "--backup-dir", dir, "--to-file", out, "--node-name", "controller-0", "--advertise-address", "127.0.0.1")
+	wantExit(t, r, 3)
+	if !strings.Contains(r.stderr, "kubeadm would refuse the file") || !strings.Contains(r.stderr, "localAPIEndpoint.advertiseAddress") {
+		t.Fatalf("want the refusal named: %s", r)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a file kubeadm refuses was written: %v", err)
+	}
+	wantExit(t, e.plugin("restore", "--latest", "--backup-dir", dir, "--to-file", out, "--bind-port", "+6443"), 2)
 }

@@ -104,8 +104,7 @@ type BackupVerifyOptions struct {
 
 // NewBackupVerifyOptions returns options with defaults.
 func NewBackupVerifyOptions(streams genericiooptions.IOStreams) *BackupVerifyOptions {
-	return &BackupVerifyOptions{Backup: NewBackupFlags(), Print: NewPrintFlags(),
-		KubeadmVersion: clusterconfig.DefaultKubeadmVersion, IOStreams: streams}
+	return &BackupVerifyOptions{Backup: NewBackupFlags(), Print: NewPrintFlags(), IOStreams: streams}
 }
 
 // NewCmdBackupVerify builds backup verify.
@@ -124,7 +123,7 @@ ClusterConfiguration. Exit 3 naming what is wrong.`,
 		ValidArgsFunction: completeBackupNames(o.Backup),
 	}
 	cmd.Flags().BoolVar(&o.All, "all", o.All, "Verify every backup in --backup-dir")
-	cmd.Flags().StringVar(&o.KubeadmVersion, "kubeadm-version", o.KubeadmVersion, "Release of kubeadm whose rules validation applies")
+	cmd.Flags().StringVar(&o.KubeadmVersion, "kubeadm-version", o.KubeadmVersion, "Release of kubeadm whose rules validation applies: 1.35, 1.36 or 1.37 (default: the newest that reads the apiVersion, 1.36 for v1beta3); kubeadm refuses a kubernetesVersion more than one minor below itself")
 	o.Backup.AddDirFlag(cmd)
 	o.Print.AddFlags(cmd)
 	return cmd

@@ -79,12 +79,11 @@ type WriteFlags struct {
 // NewWriteFlags returns the defaults.
 func NewWriteFlags() *WriteFlags {
 	return &WriteFlags{
-		RetryFlags:     NewRetryFlags(),
-		DryRun:         string(engine.DryRunNone),
-		FieldManager:   managed.By,
-		Validate:       string(engine.ValidationStrict),
-		KubeadmVersion: clusterconfig.DefaultKubeadmVersion,
-		Key:            engine.DefaultKey,
+		RetryFlags:   NewRetryFlags(),
+		DryRun:       string(engine.DryRunNone),
+		FieldManager: managed.By,
+		Validate:     string(engine.ValidationStrict),
+		Key:          engine.DefaultKey,
 	}
 }
 
@@ -96,7 +95,7 @@ func (f *WriteFlags) AddFlags(cmd *cobra.Command) {
 	fs.BoolVar(&f.Diff, "diff", f.Diff, "Print a unified diff of the ClusterConfiguration")
 	fs.StringVar(&f.FieldManager, "field-manager", f.FieldManager, "Name of the manager recorded for this write")
 	fs.StringVar(&f.Validate, "validate", f.Validate, `One of strict, warn, ignore. "strict" refuses to write a document kubeadm would reject; "warn" writes it and prints the problems`)
-	fs.StringVar(&f.KubeadmVersion, "kubeadm-version", f.KubeadmVersion, "Release of kubeadm whose rules validation applies (it refuses a kubernetesVersion more than one minor below itself)")
+	fs.StringVar(&f.KubeadmVersion, "kubeadm-version", f.KubeadmVersion, "Release of kubeadm whose rules validation applies: 1.35, 1.36 or 1.37 (default: the newest that reads the apiVersion, 1.36 for v1beta3); kubeadm refuses a kubernetesVersion more than one minor below itself")
 	fs.StringVar(&f.IfLeader, "if-leader", f.IfLeader, "Write only if --identity holds this coordination.k8s.io Lease (NAMESPACE/NAME); otherwise exit 0 as skipped")
 	fs.StringVar(&f.Key, "key", f.Key, "ConfigMap key that holds the ClusterConfiguration")
 	f.RetryFlags.AddFlags(cmd, "Identity matched against the --if-leader Lease's holder, exactly or as IDENTITY_<suffix> (default: the hostname)")
