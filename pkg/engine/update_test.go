@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -124,5 +127,48 @@ func TestNewcomerGivesWayToQueuedWriters(t *testing.T) {
 	if *updates != 1 || res.Conflicts != 0 || !res.Queued || q.acquired != 1 || q.released != 1 || res.Attempts != 2 {
 		t.Fatalf("updates %d, conflicts %d, queued %v, acquired %d, released %d, attempts %d",
 			*updates, res.Conflicts, res.Queued, q.acquired, q.released, res.Attempts)
+	}
+}
+
+// recordingBackup is a Backuper that says where it wrote.
+type recordingBackup struct{ calls int }
+
+func (b *recordingBackup) Backup(context.Context, *corev1.ConfigMap, string, *clusterconfig.Document) (string, error) {
+	b.calls++
+	return "/backups/copy-" + strconv.Itoa(b.calls), nil
+}
+
+// A document write reports where the document it replaced was backed up.
+func TestDocumentWritesReportTheirBackup(t *testing.T) {
+	const doc = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: a\n"
+	for _, tc := range []struct {
+		name  string
+		write func(e *Engine) (*DocumentResult, error)
+	}{
+		{"UpdateDocument", func(e *Engine) (*DocumentResult, error) {
+			return e.UpdateDocument(context.Background(), clusterconfig.EditFunc(func(d *clusterconfig.Document) error {
+				return d.Set("clusterName", "b")
+			}))
+		}},
+		{"ReplaceDocument", func(e *Engine) (*DocumentResult, error) {
+			return e.ReplaceDocument(context.Background(), []byte(strings.Replace(doc, "a\n", "c\n", 1)),
+				func(*corev1.ConfigMap) error { return nil })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset(&corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system", ResourceVersion: "1"},
+				Data:       map[string]string{DefaultKey: doc},
+			})
+			b := &recordingBackup{}
+			e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config", Key: DefaultKey}, Options{Backup: b})
+			res, err := tc.write(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.calls != 1 || res.Backup != "/backups/copy-1" {
+				t.Fatalf("backups taken %d, reported %q", b.calls, res.Backup)
+			}
+		})
 	}
 }
