@@ -84,6 +84,8 @@ func NewCmdEdit(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobr
 		Long:    editLong,
 		Example: editExample,
 		Args:    cobra.NoArgs,
+		// No arguments, so nothing to complete: not even file names.
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return run(cmd.Context(), o, cmd, args)
 		},
