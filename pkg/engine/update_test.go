@@ -172,3 +172,55 @@ func TestDocumentWritesReportTheirBackup(t *testing.T) {
 		})
 	}
 }
+
+// An edit made in an editor is a three-way merge: when another writer
+// changes the ConfigMap between the engine's read and its write, the
+// conflict makes the engine read again and merge the same edit into the
+// newer copy, so both changes are kept.
+func TestUpdateDocumentRemergesAfterAConflict(t *testing.T) {
+	const doc = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: a\nimageRepository: registry.k8s.io\n"
+	cs := fake.NewClientset(&corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system", ResourceVersion: "1"},
+		Data:       map[string]string{DefaultKey: doc},
+	})
+	updates := 0
+	cs.PrependReactor("update", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		updates++
+		if updates > 1 {
+			return false, nil, nil
+		}
+		// Another writer gets in first and changes another field.
+		cm, err := cs.Tracker().Get(corev1.SchemeGroupVersion.WithResource("configmaps"), "kube-system", "kubeadm-config")
+		if err != nil {
+			return true, nil, err
+		}
+		other := cm.(*corev1.ConfigMap).DeepCopy()
+		other.Data[DefaultKey] = strings.Replace(doc, "registry.k8s.io", "registry.example.com", 1)
+		other.ResourceVersion = "2"
+		if err := cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("configmaps"), other, "kube-system"); err != nil {
+			return true, nil, err
+		}
+		return true, nil, apierrors.NewConflict(corev1.Resource("configmaps"), "kubeadm-config", errors.New("rv"))
+	})
+	original, err := clusterconfig.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := original.Clone()
+	if err := edited.Set("clusterName", "b"); err != nil {
+		t.Fatal(err)
+	}
+	edit, err := clusterconfig.NewThreeWayMerge(original, edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config", Key: DefaultKey}, Options{Timeout: 5 * time.Second})
+	res, err := e.UpdateDocument(context.Background(), edit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "apiVersion: kubeadm.k8s.io/v1beta4\nclusterName: b\nimageRepository: registry.example.com\nkind: ClusterConfiguration\n"
+	if res.Attempts != 2 || res.Conflicts != 1 || string(res.After) != want {
+		t.Fatalf("attempts %d, conflicts %d, wrote:\n%s\nwant:\n%s", res.Attempts, res.Conflicts, res.After, want)
+	}
+}
