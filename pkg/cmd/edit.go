@@ -286,6 +286,7 @@ func (s *editSession) write(ctx context.Context, edit clusterconfig.Edit, text [
 			fmt.Sprintf("%s changed on the server while the editor was open, and the", o.engine.Target().Name),
 			"same fields were changed on both sides; nothing was written. Below is",
 			fmt.Sprintf("the live version (resourceVersion %s) with your other changes applied.", liveRV),
+			"Saved as it is, it is written; emptied, the edit is cancelled.",
 			"These fields keep the live value; set yours again to overwrite it:",
 		}
 		for _, c := range conflict.Conflicts {
