@@ -54,7 +54,7 @@ type Meta struct {
 	SHA256            string    `json:"sha256"`
 	PluginVersion     string    `json:"pluginVersion"`
 	// Reason is why the backup was taken: manual, before patch, before
-	// restore.
+	// edit, before restore.
 	Reason string `json:"reason"`
 }
 
@@ -62,6 +62,7 @@ type Meta struct {
 const (
 	ReasonManual        = "manual"
 	ReasonBeforePatch   = "before patch"
+	ReasonBeforeEdit    = "before edit"
 	ReasonBeforeRestore = "before restore"
 )
 

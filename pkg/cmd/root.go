@@ -55,6 +55,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 	root.AddCommand(
 		NewCmdGet(flags, streams),
 		NewCmdPatch(flags, streams),
+		NewCmdEdit(flags, streams),
 		NewCmdValidate(flags, streams),
 		NewCmdBackup(flags, streams),
 		NewCmdRestore(flags, streams),

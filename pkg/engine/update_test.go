@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -200,5 +203,100 @@ func TestUnknownOutcomeExits7(t *testing.T) {
 	_, err := e.Update(context.Background(), increment(&runs))
 	if got := exitcode.FromError(err); got != exitcode.OutcomeUnknown || !errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("exit %d (%v), want 7", got, err)
+	}
+}
+
+// recordingBackup is a Backuper that says where it wrote.
+type recordingBackup struct{ calls int }
+
+func (b *recordingBackup) Backup(context.Context, *corev1.ConfigMap, string, *clusterconfig.Document) (string, error) {
+	b.calls++
+	return "/backups/copy-" + strconv.Itoa(b.calls), nil
+}
+
+// A document write reports where the document it replaced was backed up.
+func TestDocumentWritesReportTheirBackup(t *testing.T) {
+	const doc = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: a\n"
+	for _, tc := range []struct {
+		name  string
+		write func(e *Engine) (*DocumentResult, error)
+	}{
+		{"UpdateDocument", func(e *Engine) (*DocumentResult, error) {
+			return e.UpdateDocument(context.Background(), clusterconfig.EditFunc(func(d *clusterconfig.Document) error {
+				return d.Set("clusterName", "b")
+			}))
+		}},
+		{"ReplaceDocument", func(e *Engine) (*DocumentResult, error) {
+			return e.ReplaceDocument(context.Background(), []byte(strings.Replace(doc, "a\n", "c\n", 1)),
+				func(*corev1.ConfigMap) error { return nil })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset(&corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system", ResourceVersion: "1"},
+				Data:       map[string]string{DefaultKey: doc},
+			})
+			b := &recordingBackup{}
+			e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config", Key: DefaultKey}, Options{Backup: b})
+			res, err := tc.write(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.calls != 1 || res.Backup != "/backups/copy-1" {
+				t.Fatalf("backups taken %d, reported %q", b.calls, res.Backup)
+			}
+		})
+	}
+}
+
+// An edit made in an editor is a three-way merge: when another writer
+// changes the ConfigMap between the engine's read and its write, the
+// conflict makes the engine read again and merge the same edit into the
+// newer copy, so both changes are kept.
+func TestUpdateDocumentRemergesAfterAConflict(t *testing.T) {
+	const doc = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: a\nimageRepository: registry.k8s.io\n"
+	cs := fake.NewClientset(&corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system", ResourceVersion: "1"},
+		Data:       map[string]string{DefaultKey: doc},
+	})
+	updates := 0
+	cs.PrependReactor("update", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		updates++
+		if updates > 1 {
+			return false, nil, nil
+		}
+		// Another writer gets in first and changes another field.
+		cm, err := cs.Tracker().Get(corev1.SchemeGroupVersion.WithResource("configmaps"), "kube-system", "kubeadm-config")
+		if err != nil {
+			return true, nil, err
+		}
+		other := cm.(*corev1.ConfigMap).DeepCopy()
+		other.Data[DefaultKey] = strings.Replace(doc, "registry.k8s.io", "registry.example.com", 1)
+		other.ResourceVersion = "2"
+		if err := cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("configmaps"), other, "kube-system"); err != nil {
+			return true, nil, err
+		}
+		return true, nil, apierrors.NewConflict(corev1.Resource("configmaps"), "kubeadm-config", errors.New("rv"))
+	})
+	original, err := clusterconfig.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := original.Clone()
+	if err := edited.Set("clusterName", "b"); err != nil {
+		t.Fatal(err)
+	}
+	edit, err := clusterconfig.NewThreeWayMerge(original, edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config", Key: DefaultKey}, Options{Timeout: 5 * time.Second})
+	res, err := e.UpdateDocument(context.Background(), edit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "apiVersion: kubeadm.k8s.io/v1beta4\nclusterName: b\nimageRepository: registry.example.com\nkind: ClusterConfiguration\n"
+	if res.Attempts != 2 || res.Conflicts != 1 || string(res.After) != want {
+		t.Fatalf("attempts %d, conflicts %d, wrote:\n%s\nwant:\n%s", res.Attempts, res.Conflicts, res.After, want)
 	}
 }
