@@ -4,7 +4,7 @@ PREFIX   ?= $(HOME)/.local/bin
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/version.Version=$(VERSION)
 
-.PHONY: build install test test-unit testbin demo demo-down bench lint verify docs dist fuzz clean
+.PHONY: build install test test-unit testbin demo demo-down bench lint verify docs dist fuzz difffuzz clean
 
 build: ## Build the plugin binary into _output/bin
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kubectl-kubeadmcfg
@@ -12,7 +12,7 @@ build: ## Build the plugin binary into _output/bin
 install: build ## Put the plugin and its completion helper where kubectl finds them (PREFIX, default ~/.local/bin)
 	install -d $(PREFIX) && install -m 0755 $(BIN) kubectl_complete-kubeadmcfg $(PREFIX)/
 
-testbin: ## Build etcd, kube-apiserver and kubeadm for the tests (first run only)
+testbin: ## Build etcd, kube-apiserver, kubeadm 1.37 and kubeadm 1.36 (v1beta3) for the tests (first run only)
 	hack/testbin.sh
 
 test: testbin ## Unit and e2e tests against the real control plane
@@ -45,6 +45,9 @@ dist: ## Release archives for every platform, offline snapshot (goreleaser pinne
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s); not part of make test
 	hack/fuzz.sh
+
+difffuzz: testbin ## Mutate corpus files and compare validate's verdict with the real kubeadm's (N cases, SEED); not part of make test
+	go run ./hack/difffuzz -n $(or $(N),400) -seed $(or $(SEED),1)
 
 clean: demo-down ## Remove build output (keeps the built control-plane binaries)
 	rm -rf _output/bin _output/demo dist

@@ -22,7 +22,7 @@ step golangci-lint
 "$(hack/tools.sh golangci-lint)" run ./...
 
 step "go mod tidy leaves no diff"
-for mod in . hack/tools hack/tools/lint hack/tools/release hack/tools/docs; do
+for mod in . hack/tools hack/tools/kubeadm-1.36 hack/tools/lint hack/tools/release hack/tools/docs; do
 	(cd "${mod}" && go mod tidy -diff) || {
 		echo "run 'go mod tidy' in ${mod}" >&2
 		exit 1

@@ -46,6 +46,9 @@ type Binaries struct {
 	Etcd      string
 	APIServer string
 	Kubeadm   string
+	// KubeadmV1beta3 is kubeadm 1.36, the newest release that reads
+	// kubeadm.k8s.io/v1beta3.
+	KubeadmV1beta3 string
 }
 
 // Options tune how a cluster starts.
@@ -113,9 +116,11 @@ func FindBinaries() (Binaries, error) {
 			b.APIServer = v
 		case "KUBEADM_BIN":
 			b.Kubeadm = v
+		case "KUBEADM_V1BETA3_BIN":
+			b.KubeadmV1beta3 = v
 		}
 	}
-	if b.Etcd == "" || b.APIServer == "" || b.Kubeadm == "" {
+	if b.Etcd == "" || b.APIServer == "" || b.Kubeadm == "" || b.KubeadmV1beta3 == "" {
 		return Binaries{}, fmt.Errorf("hack/testbin.sh did not report all binaries: %q", out)
 	}
 	return b, nil

@@ -55,6 +55,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 	root.AddCommand(
 		NewCmdGet(flags, streams),
 		NewCmdPatch(flags, streams),
+		NewCmdEdit(flags, streams),
 		NewCmdValidate(flags, streams),
 		NewCmdBackup(flags, streams),
 		NewCmdRestore(flags, streams),
@@ -100,6 +101,8 @@ func withHint(err error) error {
 		return exitcode.WithHint(err, "check --kubeconfig, --context, --token")
 	case errors.Is(err, engine.ErrUnreachable):
 		return exitcode.WithHint(err, "check --kubeconfig and --context")
+	case errors.Is(err, engine.ErrOutcomeUnknown):
+		return exitcode.WithHint(err, "check with 'kubectl kubeadmcfg get' (or 'upgrade-status') before retrying")
 	case errors.Is(err, engine.ErrGaveUp) && exitcode.FromError(err) == exitcode.Conflict:
 		return exitcode.WithHint(err, "retry, or raise --timeout")
 	case errors.As(err, &backupErr):

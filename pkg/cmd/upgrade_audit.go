@@ -131,9 +131,7 @@ func (o *UpgradeAuditOptions) pass(ctx context.Context) error {
 // every runner is judged; with --interval, what earlier passes saw counts
 // and a pass only looks once.
 func (o *UpgradeAuditOptions) silentRunners(ctx context.Context) (map[string]time.Duration, error) {
-	readCtx, cancel := context.WithTimeout(ctx, o.Retry.Timeout)
-	cm, err := o.engine.Get(readCtx)
-	cancel()
+	cm, err := o.engine.Get(ctx) // bounded by --timeout
 	if err != nil {
 		return nil, nil // the write reports it
 	}
@@ -163,7 +161,10 @@ func (o *UpgradeAuditOptions) silentRunners(ctx context.Context) (map[string]tim
 	poll := min(max(longest/20, 100*time.Millisecond), time.Second)
 	deadline := time.Now().Add(longest + poll)
 	for {
-		if err := o.observer.Observe(ctx, leases); err != nil {
+		octx, cancel := context.WithTimeout(ctx, o.Retry.Timeout)
+		err := o.observer.Observe(octx, leases)
+		cancel()
+		if err != nil {
 			return nil, err
 		}
 		silent, undecided := map[string]time.Duration{}, 0

@@ -176,9 +176,7 @@ func (o *UpgradePlanShowOptions) Validate() error {
 func (o *UpgradePlanShowOptions) Run(ctx context.Context) error {
 	p := o.plan
 	if o.Current {
-		ctx, cancel := context.WithTimeout(ctx, o.Retry.Timeout)
-		defer cancel()
-		cm, err := o.engine.Get(ctx)
+		cm, err := o.engine.Get(ctx) // bounded by --timeout
 		if err != nil {
 			return o.explain(err)
 		}

@@ -71,7 +71,7 @@ COMMAND's output passes through (its standard output to stderr with -o).
 Exit code: COMMAND's, 0 only when COMMAND exited 0 and its outcome was
 recorded; 128+N when a signal N ended it, 124 when --run-timeout stopped it,
 126 when it cannot be run, 127 when it does not exist; when COMMAND exited 0
-but the outcome could not be recorded, the code of that failure (1, 4, 6).
+but the outcome could not be recorded, the code of that failure (1, 4, 6, 7).
 Before COMMAND starts, errors have the plugin's usual codes (2, 4, 5, ...)
 and nothing runs. --timeout bounds each state write, --run-timeout COMMAND.`,
 		Example: "  # Upgrade the second master; the state follows kubeadm's outcome\n" +

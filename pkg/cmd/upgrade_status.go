@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
@@ -66,13 +64,8 @@ func (o *UpgradeStatusOptions) Validate() error { return o.validate() }
 
 // Run prints the state, and with --watch every change after it.
 func (o *UpgradeStatusOptions) Run(ctx context.Context) error {
-	readCtx, cancel := context.WithTimeout(ctx, o.Retry.Timeout)
-	cm, err := o.engine.Get(readCtx)
-	cancel()
+	cm, err := o.engine.Get(ctx) // bounded by --timeout
 	if err != nil {
-		if errors.Is(readCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			return exitcode.Failuref("no answer from the API server within --timeout %s: %s", o.Retry.Timeout, exitcode.Message(err))
-		}
 		return o.explain(err)
 	}
 	if err := o.printStatus(cm); err != nil || !o.Watch {

@@ -110,11 +110,35 @@ func TestPatchCompleteParsesEditsOnce(t *testing.T) {
 	}
 }
 
+func TestEditValidate(t *testing.T) {
+	edit := func(mutate func(o *EditOptions)) *EditOptions {
+		o := NewEditOptions(NewClusterFlags(), streams)
+		o.Editor = Editor{Args: []string{"vi"}}
+		mutate(o)
+		return o
+	}
+	checkValidate(t, []validateCase{
+		{"valid", edit(func(*EditOptions) {}), ""},
+		{"no editor", edit(func(o *EditOptions) { o.Editor = Editor{} }), "no editor to run: set KUBE_EDITOR or EDITOR"},
+		{"validate", edit(func(o *EditOptions) { o.Write.Validate = "lax" }),
+			`--validate must be one of strict, warn, ignore, not "lax"`},
+		{"dry-run", edit(func(o *EditOptions) { o.Write.DryRun = "maybe" }),
+			`--dry-run must be one of none, client, server, not "maybe"`},
+		{"timeout", edit(func(o *EditOptions) { o.Write.Timeout = 0 }), "--timeout must be positive, not 0s"},
+		{"if-leader", edit(func(o *EditOptions) { o.Write.IfLeader = "kube-system" }),
+			`--if-leader must be NAMESPACE/NAME, not "kube-system"`},
+		{"keep", edit(func(o *EditOptions) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
+	})
+}
+
 func TestGetValidate(t *testing.T) {
 	o := NewGetOptions(NewClusterFlags(), streams)
 	bad := NewGetOptions(NewClusterFlags(), streams)
 	bad.Key = ""
-	checkValidate(t, []validateCase{{"valid", o, ""}, {"key", bad, "--key must not be empty"}})
+	noTime := NewGetOptions(NewClusterFlags(), streams)
+	noTime.Timeout = 0
+	checkValidate(t, []validateCase{{"valid", o, ""}, {"key", bad, "--key must not be empty"},
+		{"timeout", noTime, "--timeout must be positive, not 0s"}})
 }
 
 func TestValidateValidate(t *testing.T) {
@@ -127,6 +151,7 @@ func TestValidateValidate(t *testing.T) {
 		{"valid", v(func(*ValidateOptions) {}), ""},
 		{"kubeadm-version", v(func(o *ValidateOptions) { o.KubeadmVersion = "v2.0.0" }), `--kubeadm-version: want a kubeadm 1.x release, not "v2.0.0"`},
 		{"key", v(func(o *ValidateOptions) { o.Key = "" }), "--key must not be empty"},
+		{"timeout", v(func(o *ValidateOptions) { o.Timeout = -time.Second }), "--timeout must be positive, not -1s"},
 	})
 }
 
@@ -149,6 +174,7 @@ func TestBackupValidate(t *testing.T) {
 		{"backup valid", b(func(*BackupOptions) {}), ""},
 		{"backup keep", b(func(o *BackupOptions) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
 		{"backup key", b(func(o *BackupOptions) { o.Key = "" }), "--key must not be empty"},
+		{"backup timeout", b(func(o *BackupOptions) { o.Timeout = 0 }), "--timeout must be positive, not 0s"},
 		{"list", NewBackupListOptions(streams), ""},
 		{"verify all", verify(true), ""},
 		{"verify names", verify(false, "a"), ""},

@@ -47,7 +47,9 @@ func (e *Engine) UpdateDocument(ctx context.Context, edits ...clusterconfig.Edit
 		}
 		return true, e.store(cm, data, edited.Validate, out)
 	}, e.backup(out, func() *clusterconfig.Document { return old }))
+	backedUp := out.Backup // where the backup hook wrote, recorded on out
 	out.Result = *res
+	out.Backup = backedUp
 	return out, err
 }
 
@@ -76,7 +78,9 @@ func (e *Engine) ReplaceDocument(ctx context.Context, data []byte, check func(cm
 		doc, _ := clusterconfig.Parse([]byte(raw)) // a live document that does not parse is what a restore is for
 		return doc
 	}))
+	backedUp := out.Backup // where the backup hook wrote, recorded on out
 	out.Result = *res
+	out.Backup = backedUp
 	return out, err
 }
 

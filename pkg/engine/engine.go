@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -170,13 +171,24 @@ func Hostname() string {
 	return host
 }
 
-// Get reads the ConfigMap.
+// Get reads the ConfigMap. Throttling, server errors and broken connections
+// are retried until Options.Timeout, like a write's; a refused connection
+// is not: as with kubectl get, a server that is down is reported at once.
 func (e *Engine) Get(ctx context.Context) (*corev1.ConfigMap, error) {
-	cm, err := e.client.CoreV1().ConfigMaps(e.target.Namespace).Get(ctx, e.target.Name, metav1.GetOptions{})
-	if err != nil {
-		return nil, APIError(err, "get", e.target.String())
-	}
-	return cm, nil
+	c := &call{e: e, res: &Result{}, reading: true}
+	ctx, cancel := context.WithTimeout(c.trace(ctx), e.opts.Timeout)
+	defer cancel()
+	var cm *corev1.ConfigMap
+	err := c.retry(ctx, func(ctx context.Context) (bool, error) {
+		var err error
+		cm, err = e.client.CoreV1().ConfigMaps(e.target.Namespace).Get(ctx, e.target.Name, metav1.GetOptions{})
+		if c.answered(err) != nil {
+			done := !IsRetryable(err) || utilnet.IsConnectionRefused(err)
+			return done && ctx.Err() == nil, APIError(err, "get", e.target.String())
+		}
+		return true, nil
+	})
+	return cm, err
 }
 
 // Document reads the document stored under Target.Key.
