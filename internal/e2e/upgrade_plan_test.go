@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -280,4 +281,54 @@ func TestUpgradeRecordedBeforePlansIsStarlingx(t *testing.T) {
 	if plan := e.stateConfigMap().Annotations["kubeadmcfg.io/plan"]; !strings.Contains(plan, `"name":"starlingx"`) {
 		t.Fatalf("the plan was not stored with the change: %q", plan)
 	}
+}
+
+// TestUpgradeStateSizeIsBounded: a long --reason is cut to 1 KiB, and a
+// change that would pass the API server's 256 KiB limit on annotations is
+// refused before the write (exit 3, saying what to remove), not sent to get
+// a 422.
+func TestUpgradeStateSizeIsBounded(t *testing.T) {
+	e := newEnv(t)
+	wantExit(t, e.plugin("upgrade-start", "--to", "v1.37.3"), 0)
+	wantExit(t, e.plugin("upgrade-set", "downloading-images", "--reason", strings.Repeat("a very long reason ", 1000)), 0)
+	if reason := e.stateConfigMap().Annotations["kubeadmcfg.io/reason"]; len(reason) > 1024 || !strings.HasSuffix(reason, "...") {
+		t.Fatalf("a reason of %d bytes was stored", len(reason))
+	}
+	// Fill the hosts map to within one entry of the limit (about 3,000
+	// nodes), with no history left to give way.
+	cm := e.stateConfigMap()
+	cm.Annotations["kubeadmcfg.io/history"] = "[]"
+	entry := func(i int) string {
+		return fmt.Sprintf(`"w-%05d":{"status":"upgraded-kubelet","updatedAt":"2026-11-29T12:00:00Z"}`, i)
+	}
+	size := 0
+	for k, v := range cm.Annotations {
+		if k != "kubeadmcfg.io/hosts" {
+			size += len(k) + len(v)
+		}
+	}
+	room := 256<<10 - size - len("kubeadmcfg.io/hosts") - len("{}")
+	var entries []string
+	for i := 0; room-len(entry(i))-1 >= 0; i++ {
+		entries = append(entries, entry(i))
+		room -= len(entry(i)) + 1
+	}
+	cm.Annotations["kubeadmcfg.io/hosts"] = "{" + strings.Join(entries, ",") + "}"
+	if _, err := s.admin.CoreV1().ConfigMaps(e.ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d hosts, %d bytes left", len(entries), room)
+	rv := e.stateConfigMap().ResourceVersion
+	r := e.plugin("upgrade-host", "one-more-node-with-a-rather-long-name.example.com", "upgrading-kubelet")
+	wantExit(t, r, 3)
+	if !strings.Contains(r.stderr, "over the API server's limit of 262144") || !strings.Contains(r.stderr, "remove the entries of hosts that are done with 'upgrade-host NODE none'") {
+		t.Fatalf("%s", r)
+	}
+	if e.stateConfigMap().ResourceVersion != rv {
+		t.Fatal("the refused change was written")
+	}
+	// Following the advice makes room.
+	wantExit(t, e.plugin("upgrade-host", "w-00000", "none"), 0)
+	wantExit(t, e.plugin("upgrade-host", "w-00001", "none"), 0)
+	wantExit(t, e.plugin("upgrade-host", "one-more-node-with-a-rather-long-name.example.com", "upgrading-kubelet"), 0)
 }
