@@ -196,6 +196,8 @@ func NewCmdUpgradeDelete(cluster *ClusterFlags, streams genericiooptions.IOStrea
 // Complete builds the pipeline.
 func (o *UpgradeDeleteOptions) Complete(*cobra.Command, []string) error { return o.complete() }
 
+func (o *UpgradeDeleteOptions) budget() time.Duration { return o.Retry.Timeout }
+
 // Validate checks the flags.
 func (o *UpgradeDeleteOptions) Validate() error { return o.validate() }
 

@@ -64,6 +64,7 @@ as a CronJob.`,
 	cmd.Flags().DurationVar(&o.StaleAfter, "stale-after", o.StaleAfter, "Fail a step whose runner's heartbeat has not been renewed for this long")
 	cmd.Flags().DurationVar(&o.Interval, "interval", o.Interval, "Repeat the audit at this interval until interrupted (0: one pass)")
 	o.AddFlags(cmd, true)
+	cmd.Flags().Lookup("timeout").Usage = "Give up each read and the write of a pass if they have not succeeded within this time; watching a heartbeat takes up to --stale-after more"
 	return cmd
 }
 

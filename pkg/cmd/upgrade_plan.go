@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -158,6 +159,8 @@ func (o *UpgradePlanShowOptions) Complete(cmd *cobra.Command, args []string) err
 	o.plan = p
 	return nil
 }
+
+func (o *UpgradePlanShowOptions) budget() time.Duration { return o.Retry.Timeout }
 
 // Validate checks the flags.
 func (o *UpgradePlanShowOptions) Validate() error {

@@ -105,6 +105,7 @@ and nothing runs. --timeout bounds each state write, --run-timeout COMMAND.`,
 	cmd.Flags().DurationVar(&o.RunTimeout, "run-timeout", o.RunTimeout, "Stop COMMAND (SIGTERM, then SIGKILL 10s later) if it runs longer, and record the step failed (0: no limit)")
 	cmd.Flags().DurationVar(&o.HeartbeatInterval, "heartbeat-interval", o.HeartbeatInterval, "How often the heartbeat Lease is renewed while COMMAND runs")
 	o.AddFlags(cmd, true)
+	cmd.Flags().Lookup("timeout").Usage = "Give up each state write (the move into STEP, the outcome) if it has not succeeded within this time; --run-timeout bounds COMMAND"
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -90,6 +91,10 @@ func (o *UpgradeStartOptions) Complete(cmd *cobra.Command, _ []string) error {
 	}
 	return nil
 }
+
+// budget bounds the whole command: the reads of kubeadm-config and of the
+// nodes, and the write.
+func (o *UpgradeStartOptions) budget() time.Duration { return o.Retry.Timeout }
 
 // Validate checks the versions and flags.
 func (o *UpgradeStartOptions) Validate() error {
@@ -199,6 +204,8 @@ func (o *UpgradeSetOptions) Complete(_ *cobra.Command, args []string) error {
 	return o.complete()
 }
 
+func (o *UpgradeSetOptions) budget() time.Duration { return o.Retry.Timeout }
+
 // Validate checks the spelling of the state names and the flags; whether
 // the upgrade's plan has them is checked against the stored plan.
 func (o *UpgradeSetOptions) Validate() error {
@@ -260,6 +267,8 @@ func (o *UpgradeHostOptions) Complete(_ *cobra.Command, args []string) error {
 	o.Node, o.Status = args[0], args[1]
 	return o.complete()
 }
+
+func (o *UpgradeHostOptions) budget() time.Duration { return o.Retry.Timeout }
 
 // Validate checks the spelling of the names and the flags; whether the
 // upgrade's plan has the statuses is checked against the stored plan.
@@ -326,6 +335,8 @@ func (o *UpgradeFailOptions) Complete(*cobra.Command, []string) error {
 	}
 	return nil
 }
+
+func (o *UpgradeFailOptions) budget() time.Duration { return o.Retry.Timeout }
 
 // Validate checks the flags.
 func (o *UpgradeFailOptions) Validate() error { return o.validate() }
