@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,9 +153,23 @@ func (e *env) kubectl(args ...string) result {
 
 func (e *env) kubectlAs(contextName string, args ...string) result {
 	e.t.Helper()
-	// kubectl refuses flags before a plugin's name, so they go last.
-	full := append(append([]string{}, args...), "--kubeconfig", s.cluster.Kubeconfig, "--context", contextName, "-n", e.ns)
-	return run(e.t, "kubectl", full...)
+	return run(e.t, "kubectl", e.withConnection(contextName, args)...)
+}
+
+// withConnection adds the connection flags to kubectl's arguments. kubectl
+// refuses flags before a plugin's name, so they go last, or before a "--"
+// that ends the plugin's own flags (upgrade-run's command follows it).
+func (e *env) withConnection(contextName string, args []string) []string {
+	return beforeDash(args, "--kubeconfig", s.cluster.Kubeconfig, "--context", contextName, "-n", e.ns)
+}
+
+// beforeDash adds flags to args, at the end or before a "--".
+func beforeDash(args []string, flags ...string) []string {
+	dash := slices.Index(args, "--")
+	if dash < 0 {
+		dash = len(args)
+	}
+	return slices.Concat(args[:dash], flags, args[dash:])
 }
 
 // plugin runs `kubectl kubeadmcfg ARGS` as the admin in the test's namespace.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +32,7 @@ func TestLeastPrivilege(t *testing.T) {
 	// on the kubeconfig whose current namespace is the test's.
 	member := func(args ...string) result {
 		t.Helper()
-		return run(t, "kubectl", append(append([]string{"kubeadmcfg"}, args...), "--kubeconfig", kubeconfig,
+		return run(t, "kubectl", beforeDash(append([]string{"kubeadmcfg"}, args...), "--kubeconfig", kubeconfig,
 			"--as", "operator-1", "--as-group", "kubeadmcfg:operators")...)
 	}
 	r := member("get")
@@ -95,6 +96,14 @@ func TestLeastPrivilege(t *testing.T) {
 		{"upgrade-set", "upgrade-aborting"},
 		{"upgrade-set", "upgrade-aborted"},
 		{"upgrade-delete"},
+		{"upgrade-start", "--to", "v1.37.3", "--plan", "kubeadm", "--control-plane-nodes", "cp-0"},
+		{"upgrade-run", "upgrading-control-plane-cp-0", "--", "true"},
+		{"upgrade-run", "upgrading-kubelet", "--host", "worker-1", "--", "true"},
+		{"upgrade-plan", "show", "--current"},
+		{"upgrade-audit", "--stale-after", "1s"},
+		{"upgrade-set", "upgrade-aborting"},
+		{"upgrade-set", "upgrade-aborted"},
+		{"upgrade-delete"},
 	} {
 		r := member(args...)
 		wantExit(t, r, 0)
@@ -107,6 +116,23 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	if _, err := os.Stat(file); err != nil {
 		t.Fatal(err)
+	}
+	// The control-plane nodes of a plan like kubeadm's come from a
+	// cluster-wide list, which the manifest's ClusterRole kubeadmcfg-nodes
+	// grants to the same group.
+	node := "least-privilege-cp-0"
+	if _, err := s.admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
+		Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.admin.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}) })
+	r = member("upgrade-start", "--to", "v1.37.3", "--plan", "kubeadm")
+	wantExit(t, r, 0)
+	if r = member("upgrade-plan", "show", "--current"); !strings.Contains(r.stdout, "control-plane nodes: "+node+"\n") {
+		t.Fatalf("the kubeadm plan was not expanded for the cluster's nodes: %s", r)
+	}
+	for _, args := range [][]string{{"upgrade-set", "upgrade-aborting"}, {"upgrade-set", "upgrade-aborted"}, {"upgrade-delete"}} {
+		wantExit(t, member(args...), 0)
 	}
 	// The Role grants nothing beyond its ConfigMaps and the queue's Leases:
 	// a controller's leader-election Lease stays out of reach.
@@ -157,7 +183,10 @@ func restoreKubeSystem(t *testing.T) {
 		rbac.RoleBindings(ns).Delete(ctx, "kubeadmcfg", metav1.DeleteOptions{}),
 		rbac.RoleBindings(ns).Delete(ctx, "kubeadmcfg-unprivileged", metav1.DeleteOptions{}),
 		rbac.Roles(ns).Delete(ctx, "kubeadmcfg", metav1.DeleteOptions{}),
+		rbac.ClusterRoleBindings().Delete(ctx, "kubeadmcfg-nodes", metav1.DeleteOptions{}),
+		rbac.ClusterRoles().Delete(ctx, "kubeadmcfg-nodes", metav1.DeleteOptions{}),
 		s.admin.CoordinationV1().Leases(ns).Delete(ctx, "kube-controller-manager", metav1.DeleteOptions{}),
+		s.admin.CoreV1().ConfigMaps(ns).Delete(ctx, "kubeadmcfg-upgrade", metav1.DeleteOptions{}),
 	} {
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Error(err)
