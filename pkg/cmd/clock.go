@@ -18,3 +18,9 @@ func localNow() time.Time {
 	}
 	return time.Now()
 }
+
+// localClock is localNow as a clock.
+type localClock struct{}
+
+func (localClock) Now() time.Time                  { return localNow() }
+func (localClock) Since(t time.Time) time.Duration { return localNow().Sub(t) }

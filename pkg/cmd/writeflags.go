@@ -59,7 +59,7 @@ func (f *RetryFlags) Validate() error {
 func (f *RetryFlags) EngineOptions() engine.Options {
 	opts := engine.Options{Timeout: f.Timeout, FieldManager: managed.By}
 	if f.Queue {
-		opts.Queue = &engine.QueueOptions{TTL: f.QueueTTL}
+		opts.Queue = &engine.QueueOptions{TTL: f.QueueTTL, Clock: localClock{}}
 	}
 	return opts
 }

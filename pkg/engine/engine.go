@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/clock"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -102,6 +103,9 @@ type QueueOptions struct {
 	TTL time.Duration
 	// Identity names this writer in its Lease (host/pid by default).
 	Identity string
+	// Clock stamps the times the writer writes in its Lease (the real
+	// clock when nil); it decides nothing.
+	Clock clock.PassiveClock
 }
 
 // Leader names the Lease whose holder alone may write.
@@ -154,7 +158,7 @@ func New(client kubernetes.Interface, target Target, opts Options) *Engine {
 			identity = fmt.Sprintf("%s/%d", Hostname(), os.Getpid())
 		}
 		e.coordinator = &queue.Queue{Client: client.CoordinationV1(), Namespace: target.Namespace,
-			Name: target.Name, Identity: identity, TTL: opts.Queue.TTL}
+			Name: target.Name, Identity: identity, TTL: opts.Queue.TTL, Clock: opts.Queue.Clock}
 	}
 	return e
 }
