@@ -12,6 +12,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/hack/gen-componentconfig/mirror"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig/internal/componentconfig"
@@ -227,6 +228,35 @@ func TestComponentConfigMirrorsDecodeAsOriginals(t *testing.T) {
 				t.Errorf("errors (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestComponentConfigMirrorsDecodeKubeadmDefaults decodes the component
+// configs kubeadm itself writes.
+func TestComponentConfigMirrorsDecodeKubeadmDefaults(t *testing.T) {
+	data, err := os.ReadFile("testdata/componentconfig/kubeadm-1.37.2-defaults.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(data), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("%d documents, want 2", len(docs))
+	}
+	for i, compare := range []func([]byte) (decoded, string){
+		compareDecodes[kubeletv1beta1.KubeletConfiguration, componentconfig.KubeletConfiguration],
+		compareDecodes[kubeproxyv1alpha1.KubeProxyConfiguration, componentconfig.KubeProxyConfiguration],
+	} {
+		js, err := yaml.YAMLToJSON([]byte(docs[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, diff := compare(js)
+		if diff != "" {
+			t.Errorf("document %d: %s", i+1, diff)
+		}
+		if len(got.errors) > 0 || !got.value.IsValid() {
+			t.Errorf("document %d: errors %q", i+1, got.errors)
+		}
 	}
 }
 
