@@ -4,7 +4,7 @@ PREFIX   ?= $(HOME)/.local/bin
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/version.Version=$(VERSION)
 
-.PHONY: build install test test-unit testbin demo demo-down bench lint verify docs dist fuzz difffuzz clean
+.PHONY: build install test test-unit testbin demo demo-down bench lint verify docs generate dist fuzz difffuzz clean
 
 build: ## Build the plugin binary into _output/bin
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kubectl-kubeadmcfg
@@ -34,11 +34,14 @@ bench: testbin ## Contention and speed benchmarks on a real control plane (print
 lint: ## golangci-lint (version pinned in hack/tools/lint)
 	$$(hack/tools.sh golangci-lint) run ./...
 
-verify: ## gofmt, vet, lint, tidy go.mod files, krew manifest, command reference
+verify: ## gofmt, vet, lint, tidy go.mod files, generated code, plugin dependencies, krew manifest, command reference
 	hack/verify.sh
 
 docs: ## Regenerate the command reference in docs/commands
 	rm -rf docs/commands && cd hack/tools/docs && go run . ../../../docs/commands
+
+generate: ## Regenerate the component config mirrors from the k8s.io/kubelet and k8s.io/kube-proxy types in go.mod
+	go run ./hack/gen-componentconfig
 
 dist: ## Release archives for every platform, offline snapshot (goreleaser pinned in hack/tools/release)
 	hack/dist.sh

@@ -1,15 +1,15 @@
 package clusterconfig
 
 import (
-	"fmt"
-
-	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
-	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig/internal/componentconfig"
 )
 
 // Component configs (KubeletConfiguration, KubeProxyConfiguration) in a
 // kubeadm config file: kubeadm decodes them strictly against the component's
-// own schema, and checks nothing else before it starts the component.
+// own schema, and checks nothing else before it starts the component. The
+// plugin decodes them into generated mirrors of the components' types
+// (internal/componentconfig), which decode as the originals do without
+// linking the components' packages.
 
 // newKubeletFields are KubeletConfiguration fields newer than some kubeadm
 // releases the plugin knows: an older kubeadm's schema refuses them as
@@ -18,11 +18,9 @@ var newKubeletFields = map[string]int{"defaultPodSysctls": 37}
 
 // validateComponentConfig decodes a component config strictly.
 func validateComponentConfig(js []byte, kind string, rel *release, r *Report) {
-	var err error
 	switch kind {
 	case KindKubelet:
-		_, err = strictInto[kubeletv1beta1.KubeletConfiguration](js, r)
-		if err == nil {
+		if decodeComponentConfig[componentconfig.KubeletConfiguration](js, r) {
 			tree, _ := decodeTree(js)
 			for name, minor := range newKubeletFields {
 				if _, ok := tree[name]; ok && rel.minor < minor {
@@ -31,11 +29,18 @@ func validateComponentConfig(js []byte, kind string, rel *release, r *Report) {
 			}
 		}
 	case KindProxy:
-		_, err = strictInto[kubeproxyv1alpha1.KubeProxyConfiguration](js, r)
+		decodeComponentConfig[componentconfig.KubeProxyConfiguration](js, r)
 	default:
-		err = fmt.Errorf("unknown component config kind %s", kind)
+		r.errorf("unknown component config kind %s", kind)
 	}
-	if err != nil {
+}
+
+// decodeComponentConfig decodes js strictly into a T, adding what it refuses
+// to r; it reports whether js decoded (unknown and duplicate fields aside).
+func decodeComponentConfig[T any](js []byte, r *Report) bool {
+	if _, err := strictInto[T](js, r); err != nil {
 		r.errorf("%s", decodeError(err))
+		return false
 	}
+	return true
 }
