@@ -4,7 +4,7 @@ PREFIX   ?= $(HOME)/.local/bin
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/version.Version=$(VERSION)
 
-.PHONY: build install test test-unit testbin demo demo-down bench lint verify docs dist fuzz clean
+.PHONY: build install test test-unit testbin demo demo-down bench lint verify docs generate dist fuzz difffuzz clean
 
 build: ## Build the plugin binary into _output/bin
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kubectl-kubeadmcfg
@@ -12,7 +12,7 @@ build: ## Build the plugin binary into _output/bin
 install: build ## Put the plugin and its completion helper where kubectl finds them (PREFIX, default ~/.local/bin)
 	install -d $(PREFIX) && install -m 0755 $(BIN) kubectl_complete-kubeadmcfg $(PREFIX)/
 
-testbin: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubeadm for the tests (first run only)
+testbin: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm 1.37 and kubeadm 1.36 (v1beta3) for the tests (first run only)
 	hack/testbin.sh
 
 test: testbin ## Unit and e2e tests against the real control plane
@@ -34,17 +34,23 @@ bench: testbin ## Contention and speed benchmarks on a real control plane (print
 lint: ## golangci-lint (version pinned in hack/tools/lint)
 	$$(hack/tools.sh golangci-lint) run ./...
 
-verify: ## gofmt, vet, lint, tidy go.mod files, krew manifest, command reference
+verify: ## gofmt, vet, lint, tidy go.mod files, generated code, plugin dependencies, krew manifest, command reference
 	hack/verify.sh
 
 docs: ## Regenerate the command reference in docs/commands
 	rm -rf docs/commands && cd hack/tools/docs && go run . ../../../docs/commands
+
+generate: ## Regenerate the component config mirrors from the k8s.io/kubelet and k8s.io/kube-proxy types in go.mod
+	go run ./hack/gen-componentconfig
 
 dist: ## Release archives for every platform, offline snapshot (goreleaser pinned in hack/tools/release)
 	hack/dist.sh
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s); not part of make test
 	hack/fuzz.sh
+
+difffuzz: testbin ## Mutate corpus files and compare validate's verdict with the real kubeadm's (N cases, SEED); not part of make test
+	go run ./hack/difffuzz -n $(or $(N),400) -seed $(or $(SEED),1)
 
 clean: demo-down ## Remove build output (keeps the built control-plane binaries)
 	rm -rf _output/bin _output/demo _output/demo-node _output/demo-node.kubeconfig dist

@@ -38,9 +38,15 @@ step kubectl kubeadmcfg upgrade-host controller-1 upgrading-control-plane
 step kubectl kubeadmcfg upgrade-status
 step kubectl kubeadmcfg upgrade-fail --reason "kubeadm upgrade node failed on controller-1"
 step kubectl kubeadmcfg upgrade-set upgraded-second-master --expect upgrading-second-master || echo "(exit $?: a late report cannot overwrite the failure)"
-step kubectl kubeadmcfg upgrade-set upgrading-second-master
-step kubectl kubeadmcfg upgrade-host controller-1 upgrading-control-plane
+
+echo; echo "# the retry run by upgrade-run: its command fails late, and the failure is recorded; run again, it succeeds"
+step kubectl kubeadmcfg upgrade-run upgrading-second-master -- sh -c \
+	'echo "[upgrade] upgrading controller-1"; sleep 1; echo "[upgrade/etcd] failed to dial etcd" >&2; exit 1' ||
+	echo "(exit $?: the command's own)"
 step kubectl kubeadmcfg upgrade-status
+step kubectl kubeadmcfg upgrade-run upgrading-second-master -- sh -c 'echo "[upgrade] upgrading controller-1"; sleep 1; echo "[upgrade] SUCCESS"'
+step kubectl kubeadmcfg upgrade-status
+step kubectl kubeadmcfg upgrade-plan show kubeadm --control-plane-nodes cp-0,cp-1,cp-2
 
 echo; echo "# reconfigure: carry the ClusterConfiguration to a node's static Pods, rolled back on failure"
 hack/demo-reconfigure.sh

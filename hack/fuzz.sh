@@ -8,6 +8,7 @@ fuzztime="${FUZZTIME:-30s}"
 for target in \
 	pkg/clusterconfig:FuzzParsePath \
 	pkg/clusterconfig:FuzzValidate \
+	pkg/clusterconfig:FuzzSplitFile \
 	pkg/clusterconfig:FuzzEdit \
 	pkg/backup:FuzzRead; do
 	pkg="${target%%:*}" name="${target##*:}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real control-plane binaries the tests and the demo run (etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm) from the
-# versions pinned in hack/tools/go.mod.
+# versions pinned in hack/tools/go.mod, and kubeadm 1.36 (the newest release
+# that reads kubeadm.k8s.io/v1beta3) from hack/tools/kubeadm-1.36/go.mod.
 # Binaries land in $TESTBIN_DIR/<version>/ and are reused when already built.
 set -euo pipefail
 
@@ -40,9 +41,22 @@ build kubeadm k8s.io/kubernetes/cmd/kubeadm "kubernetes-${k8s_version}" "${ldfla
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "kubernetes-${k8s_version}" "${ldflags}"
 build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "kubernetes-${k8s_version}" "${ldflags}"
 
+# kubeadm 1.36 for the v1beta3 verdicts: only cmd/kubeadm, stamped like the above.
+cd "${root}/hack/tools/kubeadm-1.36"
+v1beta3_version="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+v1beta3_ldflags="-s -w"
+for kv in "gitVersion=${v1beta3_version}" "gitMajor=$(echo "${v1beta3_version#v}" | cut -d. -f1)" \
+	"gitMinor=$(echo "${v1beta3_version#v}" | cut -d. -f2)" "gitTreeState=clean" "buildDate=1970-01-01T00:00:00Z"; do
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		v1beta3_ldflags+=" -X ${pkg}.${kv}"
+	done
+done
+build kubeadm k8s.io/kubernetes/cmd/kubeadm "kubernetes-${v1beta3_version}" "${v1beta3_ldflags}"
+
 # Print the directories so callers can export them.
 echo "ETCD_BIN=${out}/etcd-${etcd_version}/etcd"
 echo "KUBE_APISERVER_BIN=${out}/kubernetes-${k8s_version}/kube-apiserver"
 echo "KUBEADM_BIN=${out}/kubernetes-${k8s_version}/kubeadm"
 echo "KUBE_CONTROLLER_MANAGER_BIN=${out}/kubernetes-${k8s_version}/kube-controller-manager"
 echo "KUBE_SCHEDULER_BIN=${out}/kubernetes-${k8s_version}/kube-scheduler"
+echo "KUBEADM_V1BETA3_BIN=${out}/kubernetes-${v1beta3_version}/kubeadm"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The checks a change must pass besides the tests: formatting, vet, lint,
-# tidy go.mod files, a krew manifest krew's own validator accepts, and a
-# command reference that matches the commands.
+# tidy go.mod files, current generated code, a plugin that links no component
+# packages, a krew manifest krew's own validator accepts, and a command
+# reference that matches the commands.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -22,16 +23,34 @@ step golangci-lint
 "$(hack/tools.sh golangci-lint)" run ./...
 
 step "go mod tidy leaves no diff"
-for mod in . hack/tools hack/tools/lint hack/tools/release hack/tools/docs; do
+for mod in . hack/tools hack/tools/kubeadm-1.36 hack/tools/lint hack/tools/release hack/tools/docs; do
 	(cd "${mod}" && go mod tidy -diff) || {
 		echo "run 'go mod tidy' in ${mod}" >&2
 		exit 1
 	}
 done
 
-step "krew manifest"
 tmp="$(mktemp -d)"
 trap 'rm -rf "${tmp}"' EXIT
+
+step "generated code is current"
+go run ./hack/gen-componentconfig -o "${tmp}/componentconfig.go"
+if ! diff -u pkg/clusterconfig/internal/componentconfig/types_generated.go "${tmp}/componentconfig.go" >&2; then
+	echo "the component config mirrors are stale: run 'make generate'" >&2
+	exit 1
+fi
+
+# The component configs are decoded into generated mirrors so that the plugin
+# does not pay the package initialisation of these (prometheus included).
+step "the plugin links no component packages"
+linked="$(go list -deps ./cmd/kubectl-kubeadmcfg | grep -E '^(k8s\.io/(kubelet|kube-proxy|component-base)|github\.com/prometheus)(/|$)' || true)"
+if [[ -n "${linked}" ]]; then
+	echo "the plugin links packages it must not (see pkg/clusterconfig/internal/componentconfig):" >&2
+	echo "${linked}" >&2
+	exit 1
+fi
+
+step "krew manifest"
 go run ./hack/krew-render -tag v0.1.0 .krew.yaml >"${tmp}/kubeadmcfg.yaml"
 "$(hack/tools.sh validate-krew-manifest)" -manifest "${tmp}/kubeadmcfg.yaml" -skip-install
 

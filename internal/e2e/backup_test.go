@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -274,4 +275,56 @@ func TestBackupSurvivesSIGKILL(t *testing.T) {
 	if n == 0 || n == runs {
 		t.Fatalf("the kills should land both before and after some backups: %d of %d complete", n, runs)
 	}
+}
+
+// TestBackupsOfTwoClustersNeverCross: one backup directory serves a
+// ConfigMap that was deleted and created again (a new uid: to the plugin,
+// another cluster). Fifty patches of the new one never prune the old one's
+// backups, restore --latest takes the new one's own backup, and backup list
+// says whose each backup is.
+func TestBackupsOfTwoClustersNeverCross(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	for i := range 3 {
+		wantExit(t, e.plugin("patch", "--backup-dir", dir, "--keep", "5", "--set", fmt.Sprintf("apiServer.extraArgs.old=%d", i)), 0)
+	}
+	oldUID := e.configMapUID()
+	if _, err := s.cluster.PutConfigMap(context.Background(), e.ns, "kubeadm-config", map[string]string{"ClusterConfiguration": s.seedDoc}); err != nil {
+		t.Fatal(err)
+	}
+	newUID := e.configMapUID()
+	for i := range 50 {
+		wantExit(t, e.plugin("patch", "--backup-dir", dir, "--keep", "5", "--set", fmt.Sprintf("apiServer.extraArgs.new=%d", i)), 0)
+	}
+	count := map[string]int{}
+	for _, b := range backups(t, dir) {
+		count[b["uid"].(string)]++
+		if b["server"] != s.cluster.URL {
+			t.Errorf("backup %v does not name its server", b)
+		}
+	}
+	if count[oldUID] != 3 || count[newUID] != 5 {
+		t.Fatalf("backups per uid %v, want 3 of the old ConfigMap and 5 of the new", count)
+	}
+	// The newest file in the directory is another cluster's.
+	list := backups(t, dir)
+	data, err := os.ReadFile(list[len(list)-1]["path"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := writeForeignBackup(t, dir, data, "uid: ", "uid: 00000000-0000-0000-0000-000000000000")
+	r := e.plugin("restore", "--latest", "--backup-dir", dir, "--no-backup")
+	wantExit(t, r, 0)
+	if strings.Contains(r.stderr, filepath.Base(foreign)) || !strings.Contains(r.stderr, filepath.Base(list[len(list)-1]["path"].(string))) {
+		t.Fatalf("restore --latest did not take the live ConfigMap's own newest backup: %s", r)
+	}
+}
+
+func (e *env) configMapUID() string {
+	e.t.Helper()
+	cm, err := s.admin.CoreV1().ConfigMaps(e.ns).Get(context.Background(), "kubeadm-config", metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return string(cm.UID)
 }

@@ -138,7 +138,7 @@ func TestBadInput(t *testing.T) {
 		// validate files
 		{"validate a missing file", []string{"validate", "-f", filepath.Join(fixtures, "missing.yaml")}, 2, "", false},
 		{"validate an invalid document", []string{"validate", "-f", invalidDoc}, 3, "", false},
-		{"validate an empty file", []string{"validate", "-f", emptyFile}, 3, "", false},
+		{"validate an empty file (kubeadm accepts it)", []string{"validate", "-f", emptyFile}, 0, "", false},
 		{"validate a binary file", []string{"validate", "-f", binaryFile}, 3, "", false},
 		// backups
 		{"verify without names", []string{"backup", "verify", "--backup-dir", backups}, 2, "", false},
@@ -155,8 +155,16 @@ func TestBadInput(t *testing.T) {
 		{"symlinked backup directory", []string{"patch", "--set", "clusterName=x", "--backup-dir", symlinkDir}, 2, "", false},
 		{"unwritable backup directory", []string{"patch", "--set", "clusterName=x", "--backup-dir", filepath.Join(notADir, "backups")}, 1, "", false},
 		// upgrade state
-		{"unknown state", []string{"upgrade-set", "upgrade-finished"}, 2, "", false},
-		{"unknown host status", []string{"upgrade-host", "controller-1", "happy"}, 2, "", false},
+		{"misspelt state", []string{"upgrade-set", "Upgrade Finished"}, 2, "", false},
+		{"misspelt host status", []string{"upgrade-host", "controller-1", "Happy!"}, 2, "", false},
+		{"run without --", []string{"upgrade-run", "downloading-images", "true"}, 2, "", false},
+		{"run without a command", []string{"upgrade-run", "downloading-images", "--"}, 2, "", false},
+		{"run with no upgrade", []string{"upgrade-run", "downloading-images", "--", "true"}, 5, "", false},
+		{"plan file missing", []string{"upgrade-start", "--to", "v1.37.3", "--plan", filepath.Join(fixtures, "no-plan.yaml")}, 2, "", false},
+		{"plan file not a plan", []string{"upgrade-start", "--to", "v1.37.3", "--plan", binaryFile}, 3, "", false},
+		{"plan without nodes", []string{"upgrade-start", "--to", "v1.37.3", "--plan", "kubeadm"}, 5, "", false},
+		{"plan show current with no upgrade", []string{"upgrade-plan", "show", "--current"}, 5, "", false},
+		{"negative --stale-after", []string{"upgrade-audit", "--stale-after", "-1s"}, 2, "", false},
 		{"host without a status", []string{"upgrade-host", "controller-1"}, 2, "", false},
 		{"set with no upgrade", []string{"upgrade-set", "downloading-images"}, 5, "", false},
 		{"fail with no upgrade", []string{"upgrade-fail"}, 5, "", false},

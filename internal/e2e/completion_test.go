@@ -57,6 +57,18 @@ func TestCompletionThroughKubectl(t *testing.T) {
 	if got := e.complete("patch", "--set", "networking.p"); !contains(got, "networking.podSubnet") {
 		t.Errorf("paths: %v", got)
 	}
+	if got := e.complete("ed"); !contains(got, "edit") {
+		t.Errorf("verbs: %v", got)
+	}
+	if got := e.complete("edit", "--validate", ""); !contains(got, "strict", "warn", "ignore") {
+		t.Errorf("edit --validate: %v", got)
+	}
+	if got := e.complete("edit", "--dry-run="); !contains(got, "none", "client", "server") {
+		t.Errorf("edit --dry-run: %v", got)
+	}
+	if got := e.complete("edit", ""); len(got) != 0 {
+		t.Errorf("edit takes no arguments, yet completes %v", got)
+	}
 	// Node names come from the state ConfigMap.
 	wantExit(t, e.plugin("upgrade-start", "--to", "v1.37.3"), 0)
 	wantExit(t, e.plugin("upgrade-host", "controller-7", "upgrading-etcd"), 0)

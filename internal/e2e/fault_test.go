@@ -11,8 +11,10 @@ import (
 )
 
 // TestAPIServerKilledMidStorm kills kube-apiserver with SIGKILL while
-// writers patch, and restarts it. Every patch that exited 0 is present
-// exactly once; every patch that is absent exited non-zero.
+// writers append, and restarts it. A write in flight at the kill may have
+// committed with its answer lost. Every append that exited 0 is present
+// exactly once, none is present twice, every absent one exited non-zero, and
+// exit 7 (outcome unknown) comes only from patches in flight at the kill.
 func TestAPIServerKilledMidStorm(t *testing.T) {
 	e := newEnv(t)
 	const writers, patches = 8, 6
@@ -31,7 +33,7 @@ func TestAPIServerKilledMidStorm(t *testing.T) {
 			for p := range patches {
 				name := fmt.Sprintf("f-w%d-p%d", w, p)
 				start := time.Now()
-				r := e.plugin("patch", "--no-backup", "--timeout", "60s", "--set", "apiServer.extraArgs."+name+"=1")
+				r := e.plugin("patch", "--no-backup", "--timeout", "60s", "--set", appendSAN(name))
 				mu.Lock()
 				outcomes = append(outcomes, outcome{name, r.code, start, time.Now()})
 				mu.Unlock()
@@ -48,19 +50,27 @@ func TestAPIServerKilledMidStorm(t *testing.T) {
 	wg.Wait()
 
 	doc := e.document()
-	exitedZero, inFlight := 0, 0
+	exitedZero, inFlight, unknown := 0, 0, 0
 	for _, o := range outcomes {
-		n := strings.Count(doc, "name: "+o.name+"\n")
+		n := countSAN(doc, o.name)
+		atKill := o.start.Before(killed) && o.end.After(killed)
 		switch {
 		case n > 1:
 			t.Errorf("%s is present %d times", o.name, n)
 		case o.code == 0 && n == 0:
 			t.Errorf("%s exited 0 but is missing", o.name)
+		case o.code == 7 && !atKill:
+			t.Errorf("%s exited 7 (outcome unknown) but was not in flight at the kill", o.name)
+		case o.code != 0 && o.code != 7 && n > 0:
+			t.Errorf("%s exited %d, saying it failed, but is present", o.name, o.code)
 		}
 		if o.code == 0 {
 			exitedZero++
 		}
-		if o.start.Before(killed) && o.end.After(killed) {
+		if o.code == 7 {
+			unknown++
+		}
+		if atKill {
 			inFlight++
 		}
 	}
@@ -68,7 +78,7 @@ func TestAPIServerKilledMidStorm(t *testing.T) {
 	if inFlight == 0 {
 		t.Fatal("no patch was in flight when kube-apiserver was killed")
 	}
-	t.Logf("%d patches in flight at the kill; %d of %d exited 0 across the restart", inFlight, exitedZero, len(outcomes))
+	t.Logf("%d patches in flight at the kill; %d of %d exited 0 across the restart, %d with exit 7", inFlight, exitedZero, len(outcomes), unknown)
 	e.wantKubeadmAccepts()
 }
 

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -158,9 +159,23 @@ func (e *env) kubectl(args ...string) result {
 
 func (e *env) kubectlAs(contextName string, args ...string) result {
 	e.t.Helper()
-	// kubectl refuses flags before a plugin's name, so they go last.
-	full := append(append([]string{}, args...), "--kubeconfig", s.cluster.Kubeconfig, "--context", contextName, "-n", e.ns)
-	return run(e.t, "kubectl", full...)
+	return run(e.t, "kubectl", e.withConnection(contextName, args)...)
+}
+
+// withConnection adds the connection flags to kubectl's arguments. kubectl
+// refuses flags before a plugin's name, so they go last, or before a "--"
+// that ends the plugin's own flags (upgrade-run's command follows it).
+func (e *env) withConnection(contextName string, args []string) []string {
+	return beforeDash(args, "--kubeconfig", s.cluster.Kubeconfig, "--context", contextName, "-n", e.ns)
+}
+
+// beforeDash adds flags to args, at the end or before a "--".
+func beforeDash(args []string, flags ...string) []string {
+	dash := slices.Index(args, "--")
+	if dash < 0 {
+		dash = len(args)
+	}
+	return slices.Concat(args[:dash], flags, args[dash:])
 }
 
 // plugin runs `kubectl kubeadmcfg ARGS` as the admin in the test's namespace.
@@ -213,8 +228,10 @@ func wantExit(t *testing.T, r result, code int) {
 }
 
 // storm runs writers at once, each applying patches one after another with
-// patch(arg), where arg is <prefix>-w<W>-p<P>. Every patch must exit 0 and
-// leave its argument in the document exactly once. It returns the results.
+// patch(arg), where arg is <prefix>-w<W>-p<P> and each patch must append arg
+// to a list (apiServer.certSANs[+], see appendSAN). Every patch must exit 0
+// and leave arg in the document exactly once: an append applied twice shows
+// as two, a lost one as none. It returns the results.
 func (e *env) storm(prefix string, writers, patches int, patch func(arg string) result) []result {
 	e.t.Helper()
 	var mu sync.Mutex
@@ -241,10 +258,17 @@ func (e *env) storm(prefix string, writers, patches int, patch func(arg string) 
 	for w := range writers {
 		for p := range patches {
 			arg := fmt.Sprintf("%s-w%d-p%d", prefix, w, p)
-			if n := strings.Count(doc, "name: "+arg+"\n"); n != 1 {
+			if n := countSAN(doc, arg); n != 1 {
 				e.t.Errorf("%s is in the document %d times, want once (a lost update)", arg, n)
 			}
 		}
 	}
 	return all
 }
+
+// appendSAN is the --set that appends san to apiServer.certSANs: not
+// idempotent, so applying it twice leaves two copies.
+func appendSAN(san string) string { return "apiServer.certSANs[+]=" + san }
+
+// countSAN counts san in the document's lists.
+func countSAN(doc, san string) int { return strings.Count(doc, "- "+san+"\n") }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,14 +29,20 @@ func (e *env) document() string {
 }
 
 // kubeadmValidate runs the real `kubeadm config validate` on doc, with no
-// network (kubeadm would look a version label up online otherwise).
+// network (kubeadm would look a version label up online otherwise): kubeadm
+// 1.36 for a file with v1beta3 documents, which kubeadm 1.37 no longer reads,
+// and kubeadm 1.37 for the others.
 func kubeadmValidate(t *testing.T, doc []byte) (bool, string) {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(f, doc, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"-n", s.cluster.Bins.Kubeadm, "config", "validate", "--config", f}
+	bin := s.cluster.Bins.Kubeadm
+	if strings.Contains(string(doc), "kubeadm.k8s.io/v1beta3\n") {
+		bin = s.cluster.Bins.KubeadmV1beta3
+	}
+	args := []string{"-n", bin, "config", "validate", "--config", f}
 	if strings.Contains(string(doc), "kubeadm.k8s.io/v1\n") {
 		args = append(args, "--allow-experimental-api")
 	}
@@ -57,7 +65,7 @@ func (e *env) wantKubeadmAccepts() {
 func TestPatchConcurrentWritersLoseNothing(t *testing.T) {
 	e := newEnv(t)
 	e.storm("e2e", 8, 10, func(arg string) result {
-		return e.plugin("patch", "--set", "apiServer.extraArgs."+arg+"=1")
+		return e.plugin("patch", "--set", appendSAN(arg))
 	})
 	e.wantKubeadmAccepts()
 }
@@ -179,6 +187,54 @@ func TestPatchIfLeader(t *testing.T) {
 	wantExit(t, e.plugin("patch", "--if-leader", e.ns+"/missing", "--set", "clusterName=x"), 5)
 }
 
+// TestPatchIfLeaderExpiry: a Lease that has expired has no holder, whoever
+// it names; one whose renewTime looks an hour old (its holder's clock is
+// behind) but which is being renewed still has one. Expiry is decided by
+// watching the Lease here for one lease duration, never by this host's
+// clock alone.
+func TestPatchIfLeaderExpiry(t *testing.T) {
+	e := newEnv(t)
+	holder, seconds := "controller-0_1234", int32(2)
+	hourAgo := metav1.NewMicroTime(time.Now().Add(-time.Hour))
+	leases := s.admin.CoordinationV1().Leases(e.ns)
+	for _, name := range []string{"dead", "alive"} {
+		if _, err := leases.Create(context.Background(), &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &hourAgo},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rv := e.configMapRV()
+	r := e.plugin("patch", "--if-leader", e.ns+"/dead", "--identity", "controller-0", "--set", "clusterName=from-dead")
+	wantExit(t, r, 0)
+	if !strings.Contains(r.stdout, "skipped: lease "+e.ns+"/dead has expired") || e.configMapRV() != rv {
+		t.Fatalf("the named holder of an expired Lease wrote: %s", r)
+	}
+	// The "alive" Lease is renewed every 500ms, always stamped an hour ago.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			l, err := leases.Get(context.Background(), "alive", metav1.GetOptions{})
+			if err != nil {
+				return
+			}
+			l.Annotations = map[string]string{"renewal": fmt.Sprint(i)}
+			_, _ = leases.Update(context.Background(), l, metav1.UpdateOptions{})
+		}
+	}()
+	wantExit(t, e.plugin("patch", "--if-leader", e.ns+"/alive", "--identity", "controller-0", "--set", "clusterName=from-alive"), 0)
+	if !strings.Contains(e.document(), "clusterName: from-alive\n") {
+		t.Fatal("the holder of a live Lease whose clock is behind did not write")
+	}
+}
+
 func TestPatchBadInput(t *testing.T) {
 	e := newEnv(t)
 	rv := e.configMapRV()
@@ -208,31 +264,55 @@ func TestPatchBadInput(t *testing.T) {
 	}
 }
 
-// TestCorpusAgreesWithKubeadm runs the real kubeadm on every v1beta4 and v1
-// corpus file and checks that the plugin's validate gives the same verdict.
+// TestCorpusAgreesWithKubeadm runs the real kubeadm on every corpus file,
+// whole (every document, empty ones included) — kubeadm 1.37 for v1beta4 and
+// v1, kubeadm 1.36 for v1beta3 — and checks that the plugin's validate -f
+// gives the same verdict.
 func TestCorpusAgreesWithKubeadm(t *testing.T) {
 	files, err := filepath.Glob("../../testdata/corpus/*.yaml")
-	if err != nil || len(files) < 40 {
+	if err != nil || len(files) < 100 {
 		t.Fatalf("corpus: %d files, %v", len(files), err)
 	}
-	checked := 0
+	perRelease := map[string]int{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(data), "kubeadm.k8s.io/v1beta3") {
-			continue // kubeadm 1.37 refuses the apiVersion itself
+		release := "1.37"
+		if strings.Contains(string(data), "kubeadm.k8s.io/v1beta3\n") {
+			release = "1.36"
 		}
-		checked++
+		perRelease[release]++
 		kubeadmOK, out := kubeadmValidate(t, data)
 		r := run(t, "kubectl", "kubeadmcfg", "validate", "-f", f)
 		if (r.code == 0) != kubeadmOK || (r.code != 0 && r.code != 3) {
-			t.Errorf("%s: kubeadm valid=%v (%s), plugin %s", filepath.Base(f), kubeadmOK, strings.TrimSpace(out), r)
+			t.Errorf("%s: kubeadm %s valid=%v (%s), plugin %s", filepath.Base(f), release, kubeadmOK, strings.TrimSpace(out), r)
 		}
 		if wantValid := strings.HasPrefix(filepath.Base(f), "valid-"); wantValid != kubeadmOK {
-			t.Errorf("%s: named for the wrong verdict, kubeadm says valid=%v", filepath.Base(f), kubeadmOK)
+			t.Errorf("%s: named for the wrong verdict, kubeadm %s says valid=%v", filepath.Base(f), release, kubeadmOK)
 		}
 	}
-	t.Logf("kubeadm and the plugin agree on %d documents", checked)
+	if perRelease["1.36"] < 10 {
+		t.Errorf("only %d v1beta3 files checked against kubeadm 1.36", perRelease["1.36"])
+	}
+	t.Logf("kubeadm and the plugin agree on %d files with kubeadm 1.37 and %d with kubeadm 1.36", perRelease["1.37"], perRelease["1.36"])
+}
+
+// TestRestoreToFileRefusesWhatKubeadmWould writes a kubeadm config file from
+// a backup with node values kubeadm refuses: exit 3 and no file.
+func TestRestoreToFileRefusesWhatKubeadmWould(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	wantExit(t, e.plugin("backup", "--backup-dir", dir), 0)
+	out := filepath.Join(t.TempDir(), "kubeadm.yaml")
+	r := e.plugin("restore", "--latest", "--backup-dir", dir, "--to-file", out, "--node-name", "controller-0", "--advertise-address", "127.0.0.1")
+	wantExit(t, r, 3)
+	if !strings.Contains(r.stderr, "kubeadm would refuse the file") || !strings.Contains(r.stderr, "localAPIEndpoint.advertiseAddress") {
+		t.Fatalf("want the refusal named: %s", r)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a file kubeadm refuses was written: %v", err)
+	}
+	wantExit(t, e.plugin("restore", "--latest", "--backup-dir", dir, "--to-file", out, "--bind-port", "+6443"), 2)
 }

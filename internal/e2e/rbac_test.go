@@ -8,46 +8,69 @@ import (
 	"testing"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
 )
 
-// TestLeastPrivilege: without a role the unprivileged user is refused with
-// exit 6 naming what is missing; bound to hack/rbac.yaml's Role and nothing
-// else, it runs every verb.
+// TestLeastPrivilege applies hack/rbac.yaml exactly as the README says
+// (`kubectl apply -f hack/rbac.yaml`, from a kubeconfig whose namespace is
+// not kube-system) and shows that it lands in kube-system and is enough
+// there: a member of the group it binds runs every verb, with the plugin's
+// default namespace, and nothing more. Without it the refusal names the
+// missing permission (exit 6).
 func TestLeastPrivilege(t *testing.T) {
 	e := newEnv(t)
-	as := func(args ...string) result {
+	ctx := context.Background()
+	const ns = "kube-system"
+	kubeconfig := kubeconfigInNamespace(t, e.ns)
+	// A member of kubeadmcfg:operators, by impersonation from the admin,
+	// on the kubeconfig whose current namespace is the test's.
+	member := func(args ...string) result {
 		t.Helper()
-		return e.kubectlAs(testcluster.UnprivilegedContext, append([]string{"kubeadmcfg"}, args...)...)
+		return run(t, "kubectl", beforeDash(append([]string{"kubeadmcfg"}, args...), "--kubeconfig", kubeconfig,
+			"--as", "operator-1", "--as-group", "kubeadmcfg:operators")...)
 	}
-	r := as("get")
+	r := member("get")
 	wantExit(t, r, 6)
 	if !strings.Contains(r.stderr, `cannot get resource "configmaps"`) {
 		t.Fatalf("the refusal does not name the missing permission: %s", r)
 	}
-	wantExit(t, as("patch", "--set", "clusterName=x"), 6)
-	wantExit(t, as("upgrade-start", "--to", "v1.37.3"), 6)
+	wantExit(t, member("patch", "--set", "clusterName=x"), 6)
+	wantExit(t, member("edit"), 6)
+	wantExit(t, member("upgrade-start", "--to", "v1.37.3"), 6)
 
-	// Apply the Role from hack/rbac.yaml and bind the user to it alone.
-	wantExit(t, e.kubectl("apply", "-f", "../../hack/rbac.yaml"), 0)
-	_, err := s.admin.RbacV1().RoleBindings(e.ns).Create(context.Background(), &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "unprivileged-kubeadmcfg"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "kubeadmcfg"},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: testcluster.UnprivilegedUser}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
+	// Apply the manifest as the README says, and check where it went.
+	t.Cleanup(func() { restoreKubeSystem(t) })
+	r = run(t, "kubectl", "apply", "-f", "../../hack/rbac.yaml", "--kubeconfig", kubeconfig)
+	wantExit(t, r, 0)
+	for _, name := range []string{"role.rbac.authorization.k8s.io/kubeadmcfg", "rolebinding.rbac.authorization.k8s.io/kubeadmcfg"} {
+		if !strings.Contains(r.stdout, name+" created") {
+			t.Errorf("kubectl apply did not create %s: %s", name, r)
+		}
 	}
+	if _, err := s.admin.RbacV1().Roles(ns).Get(ctx, "kubeadmcfg", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the Role is not in %s: %v", ns, err)
+	}
+	if _, err := s.admin.RbacV1().RoleBindings(ns).Get(ctx, "kubeadmcfg", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the RoleBinding is not in %s: %v", ns, err)
+	}
+	if roles, err := s.admin.RbacV1().Roles(e.ns).List(ctx, metav1.ListOptions{}); err != nil || len(roles.Items) != 0 {
+		t.Fatalf("the manifest created Roles in the current namespace %s: %v %v", e.ns, roles, err)
+	}
+
 	holder := "controller-0"
-	if _, err := s.admin.CoordinationV1().Leases(e.ns).Create(context.Background(), &coordinationv1.Lease{
+	if _, err := s.admin.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-controller-manager"},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	e.scriptedEditor(`sed -i 's|^clusterName: .*|clusterName: edited-by-operator|' "$f"`)
 	dir := t.TempDir()
 	file := filepath.Join(t.TempDir(), "kubeadm.yaml")
 	for _, args := range [][]string{
@@ -58,8 +81,9 @@ func TestLeastPrivilege(t *testing.T) {
 		{"backup", "list", "--backup-dir", dir},
 		{"backup", "verify", "--all", "--backup-dir", dir},
 		{"patch", "--backup-dir", dir, "--set", "apiServer.extraArgs.v=2"},
-		{"patch", "--backup-dir", dir, "--if-leader", e.ns + "/kube-controller-manager", "--identity", "controller-0", "--set", "clusterName=rbac"},
+		{"patch", "--backup-dir", dir, "--if-leader", ns + "/kube-controller-manager", "--identity", "controller-0", "--set", "clusterName=rbac"},
 		{"patch", "--backup-dir", dir, "--dry-run=server", "--set", "clusterName=dry"},
+		{"edit", "--backup-dir", dir},
 		{"restore", "--latest", "--backup-dir", dir, "--force"},
 		{"restore", "--latest", "--backup-dir", dir, "--to-file", file},
 		{"backup", "prune", "--keep", "1", "--backup-dir", dir},
@@ -72,23 +96,110 @@ func TestLeastPrivilege(t *testing.T) {
 		{"upgrade-set", "upgrade-aborting"},
 		{"upgrade-set", "upgrade-aborted"},
 		{"upgrade-delete"},
+		{"upgrade-start", "--to", "v1.37.3", "--plan", "kubeadm", "--control-plane-nodes", "cp-0"},
+		{"upgrade-run", "upgrading-control-plane-cp-0", "--", "true"},
+		{"upgrade-run", "upgrading-kubelet", "--host", "worker-1", "--", "true"},
+		{"upgrade-plan", "show", "--current"},
+		{"upgrade-audit", "--stale-after", "1s"},
+		{"upgrade-set", "upgrade-aborting"},
+		{"upgrade-set", "upgrade-aborted"},
+		{"upgrade-delete"},
 	} {
-		r := as(args...)
+		r := member(args...)
 		wantExit(t, r, 0)
 		if strings.Contains(r.stderr, "warning") {
 			t.Errorf("%v warned: %s", args, r.stderr)
+		}
+		if args[0] == "edit" && !strings.Contains(r.stdout, "kubeadm-config edited") {
+			t.Errorf("edit wrote nothing: %s", r)
 		}
 	}
 	if _, err := os.Stat(file); err != nil {
 		t.Fatal(err)
 	}
+	// The control-plane nodes of a plan like kubeadm's come from a
+	// cluster-wide list, which the manifest's ClusterRole kubeadmcfg-nodes
+	// grants to the same group.
+	node := "least-privilege-cp-0"
+	if _, err := s.admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
+		Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.admin.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}) })
+	r = member("upgrade-start", "--to", "v1.37.3", "--plan", "kubeadm")
+	wantExit(t, r, 0)
+	if r = member("upgrade-plan", "show", "--current"); !strings.Contains(r.stdout, "control-plane nodes: "+node+"\n") {
+		t.Fatalf("the kubeadm plan was not expanded for the cluster's nodes: %s", r)
+	}
+	for _, args := range [][]string{{"upgrade-set", "upgrade-aborting"}, {"upgrade-set", "upgrade-aborted"}, {"upgrade-delete"}} {
+		wantExit(t, member(args...), 0)
+	}
 	// The Role grants nothing beyond its ConfigMaps and the queue's Leases:
 	// a controller's leader-election Lease stays out of reach.
-	r = as("get", "--configmap", "some-other-configmap")
+	r = member("get", "--configmap", "some-other-configmap")
 	wantExit(t, r, 6)
-	r = e.kubectlAs(testcluster.UnprivilegedContext, "delete", "lease", "kube-controller-manager")
+	r = run(t, "kubectl", "delete", "lease", "kube-controller-manager", "-n", ns, "--kubeconfig", kubeconfig,
+		"--as", "operator-1", "--as-group", "kubeadmcfg:operators")
 	if r.code == 0 || !strings.Contains(r.stderr, "forbidden") {
 		t.Fatalf("the Role lets its holder delete a leader-election Lease: %s", r)
+	}
+	// A user outside the group is still refused, until bound to the Role
+	// as the manifest says (with its own token, no impersonation).
+	user := func(args ...string) result {
+		t.Helper()
+		return run(t, "kubectl", append(append([]string{"kubeadmcfg"}, args...), "--kubeconfig", s.cluster.Kubeconfig,
+			"--context", testcluster.UnprivilegedContext)...)
+	}
+	wantExit(t, user("get"), 6)
+	wantExit(t, run(t, "kubectl", "create", "rolebinding", "kubeadmcfg-unprivileged", "-n", ns, "--role", "kubeadmcfg",
+		"--user", testcluster.UnprivilegedUser, "--kubeconfig", kubeconfig), 0)
+	wantExit(t, user("get"), 0)
+}
+
+// kubeconfigInNamespace writes a copy of the cluster's kubeconfig whose
+// current context (the admin) has ns as its namespace.
+func kubeconfigInNamespace(t *testing.T, ns string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(s.cluster.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.CurrentContext = testcluster.AdminContext
+	cfg.Contexts[testcluster.AdminContext].Namespace = ns
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// restoreKubeSystem undoes what TestLeastPrivilege did in kube-system: the
+// manifest's objects, the test's Lease and binding, and the document.
+func restoreKubeSystem(t *testing.T) {
+	ctx := context.Background()
+	const ns = "kube-system"
+	rbac := s.admin.RbacV1()
+	for _, err := range []error{
+		rbac.RoleBindings(ns).Delete(ctx, "kubeadmcfg", metav1.DeleteOptions{}),
+		rbac.RoleBindings(ns).Delete(ctx, "kubeadmcfg-unprivileged", metav1.DeleteOptions{}),
+		rbac.Roles(ns).Delete(ctx, "kubeadmcfg", metav1.DeleteOptions{}),
+		rbac.ClusterRoleBindings().Delete(ctx, "kubeadmcfg-nodes", metav1.DeleteOptions{}),
+		rbac.ClusterRoles().Delete(ctx, "kubeadmcfg-nodes", metav1.DeleteOptions{}),
+		s.admin.CoordinationV1().Leases(ns).Delete(ctx, "kube-controller-manager", metav1.DeleteOptions{}),
+		s.admin.CoreV1().ConfigMaps(ns).Delete(ctx, "kubeadmcfg-upgrade", metav1.DeleteOptions{}),
+	} {
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
+		}
+	}
+	cm, err := s.admin.CoreV1().ConfigMaps(ns).Get(ctx, "kubeadm-config", metav1.GetOptions{})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	cm.Data["ClusterConfiguration"] = s.seedDoc
+	if _, err := s.admin.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -118,7 +229,7 @@ func TestWithoutLeaseRightsWritersFallBack(t *testing.T) {
 	warned := 0
 	for _, r := range e.storm("nl", writers, patches, func(arg string) result {
 		return e.kubectlAs(testcluster.UnprivilegedContext, "kubeadmcfg", "patch", "--no-backup",
-			"--set", "apiServer.extraArgs."+arg+"=1")
+			"--set", appendSAN(arg))
 	}) {
 		if strings.Contains(r.stderr, "write queue could not be used") {
 			warned++

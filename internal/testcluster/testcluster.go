@@ -50,6 +50,9 @@ type Binaries struct {
 	// nodes (StartNodes).
 	ControllerManager string
 	Scheduler         string
+	// KubeadmV1beta3 is kubeadm 1.36, the newest release that reads
+	// kubeadm.k8s.io/v1beta3.
+	KubeadmV1beta3 string
 }
 
 // Options tune how a cluster starts.
@@ -121,9 +124,11 @@ func FindBinaries() (Binaries, error) {
 			b.ControllerManager = v
 		case "KUBE_SCHEDULER_BIN":
 			b.Scheduler = v
+		case "KUBEADM_V1BETA3_BIN":
+			b.KubeadmV1beta3 = v
 		}
 	}
-	if b.Etcd == "" || b.APIServer == "" || b.Kubeadm == "" {
+	if b.Etcd == "" || b.APIServer == "" || b.Kubeadm == "" || b.KubeadmV1beta3 == "" {
 		return Binaries{}, fmt.Errorf("hack/testbin.sh did not report all binaries: %q", out)
 	}
 	return b, nil

@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
@@ -36,7 +37,9 @@ const timeLayout = "20060102T150405.000000000Z"
 
 // namePattern matches the names Store writes: time first, so names sort by
 // time; a random suffix, so concurrent backups never collide.
-var namePattern = regexp.MustCompile(`^(\d{8}T\d{6}\.\d{9}Z)-([a-z0-9.-]+)-rv(\d+)-([0-9a-f]{8})\.yaml$`)
+var namePattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(\d{8}T\d{6}\.\d{9}Z)-([a-z0-9.-]+)-rv(\d+)-([0-9a-f]{8})\.yaml$`)
+})
 
 // Meta is what a backup records about the document it holds.
 type Meta struct {
@@ -51,7 +54,7 @@ type Meta struct {
 	SHA256            string    `json:"sha256"`
 	PluginVersion     string    `json:"pluginVersion"`
 	// Reason is why the backup was taken: manual, before patch, before
-	// restore.
+	// edit, before restore.
 	Reason string `json:"reason"`
 }
 
@@ -59,6 +62,7 @@ type Meta struct {
 const (
 	ReasonManual        = "manual"
 	ReasonBeforePatch   = "before patch"
+	ReasonBeforeEdit    = "before edit"
 	ReasonBeforeRestore = "before restore"
 )
 
@@ -79,63 +83,13 @@ type Store struct {
 	Dir string
 }
 
-// DefaultDir is where backups go without --backup-dir: $KUBEADMCFG_BACKUP_DIR,
-// else /etc/kubernetes/kubeadmcfg/backups for root (beside kubeadm's own
-// files), else $XDG_STATE_HOME/kubeadmcfg/backups (default ~/.local/state).
-func DefaultDir() string {
-	if d := os.Getenv("KUBEADMCFG_BACKUP_DIR"); d != "" {
-		return d
-	}
-	if os.Geteuid() == 0 {
-		return "/etc/kubernetes/kubeadmcfg/backups"
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "kubeadmcfg", "backups")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(os.TempDir(), "kubeadmcfg", "backups")
-	}
-	return filepath.Join(home, ".local", "state", "kubeadmcfg", "backups")
-}
-
-// ensureDir creates the directory 0700 and refuses a symlink, so backups
-// cannot be redirected elsewhere.
-func (s *Store) ensureDir() error {
-	if err := s.checkDir(); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return exitcode.Failuref("cannot create the backup directory: %w", err)
-	}
-	return s.checkDir()
-}
-
-func (s *Store) checkDir() error {
-	fi, err := os.Lstat(s.Dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return exitcode.Failuref("backup directory: %w", err)
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return exitcode.Usagef("refusing backup directory %s: it is a symlink (give its real path)", s.Dir)
-	}
-	if !fi.IsDir() {
-		return exitcode.Usagef("backup directory %s is not a directory", s.Dir)
-	}
-	return nil
-}
-
 // Write stores doc with meta as a new backup and returns it. meta.SHA256 and
 // meta.Time are filled in.
 func (s *Store) Write(doc []byte, meta Meta) (*Backup, error) {
 	if err := s.ensureDir(); err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(doc)
-	meta.SHA256 = hex.EncodeToString(sum[:])
+	meta.SHA256 = sum(doc)
 	meta.Time = time.Now().UTC()
 	suffix := make([]byte, 4)
 	if _, err := rand.Read(suffix); err != nil {
@@ -146,7 +100,7 @@ func (s *Store) Write(doc []byte, meta Meta) (*Backup, error) {
 		rv = "0"
 	}
 	name := fmt.Sprintf("%s-%s-rv%s-%s.yaml", meta.Time.Format(timeLayout), meta.ConfigMap, rv, hex.EncodeToString(suffix))
-	if !namePattern.MatchString(name) {
+	if !namePattern().MatchString(name) {
 		return nil, exitcode.Failuref("cannot name a backup of ConfigMap %q resourceVersion %q", meta.ConfigMap, meta.ResourceVersion)
 	}
 	content := append(encodeHeader(meta), doc...)
@@ -174,54 +128,6 @@ func encodeHeader(m Meta) []byte {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// writeAtomic writes content to a temporary file beside final, syncs it,
-// puts it in place and syncs the directory, so final is either absent, the
-// old file or the whole new one. A backup is linked into place, which fails
-// rather than replace a file; other files are renamed over the old one.
-func writeAtomic(final string, content []byte, replace bool) error {
-	dir := filepath.Dir(final)
-	tmp, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(final)+"-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := errors.Join(tmp.Chmod(0o600), writeAll(tmp, content), tmp.Sync(), tmp.Close()); err != nil {
-		return err
-	}
-	if replace {
-		err = os.Rename(tmp.Name(), final)
-	} else {
-		err = os.Link(tmp.Name(), final)
-	}
-	if err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-// WriteFile writes data to path atomically with mode 0600, replacing it: the
-// on-disk copies of --write-config and restore --to-file.
-func WriteFile(path string, data []byte) error {
-	if err := writeAtomic(path, data, true); err != nil {
-		return exitcode.Failuref("write %s: %w", path, err)
-	}
-	return nil
-}
-
-func writeAll(f *os.File, data []byte) error {
-	_, err := f.Write(data)
-	return err
-}
-
 // List returns the store's backups, oldest first. Files that do not carry a
 // backup name are ignored; files that do are listed even when damaged, with
 // Read's verdict left to Verify.
@@ -232,13 +138,14 @@ func (s *Store) List() ([]string, error) {
 		}
 		return nil, err
 	}
+	s.cleanTemp()
 	entries, err := os.ReadDir(s.Dir)
 	if err != nil {
 		return nil, exitcode.Failuref("list backups: %w", err)
 	}
 	var names []string
 	for _, e := range entries {
-		if namePattern.MatchString(e.Name()) {
+		if namePattern().MatchString(e.Name()) {
 			names = append(names, e.Name())
 		}
 	}
@@ -249,7 +156,7 @@ func (s *Store) List() ([]string, error) {
 // Read opens one backup by name, checking that it is a regular file (not a
 // symlink) and that its header parses. It does not check the checksum.
 func (s *Store) Read(name string) (*Backup, error) {
-	if name != filepath.Base(name) || !namePattern.MatchString(name) {
+	if name != filepath.Base(name) || !namePattern().MatchString(name) {
 		return nil, exitcode.Usagef("%q is not a backup name (see 'kubectl kubeadmcfg backup list')", name)
 	}
 	path := filepath.Join(s.Dir, name)
@@ -316,8 +223,7 @@ func parse(data []byte) (*Backup, error) {
 func (b *Backup) Verify(opts clusterconfig.ValidateOptions) []string {
 	var problems []string
 	if !b.ChecksumOK() {
-		sum := sha256.Sum256(b.Document)
-		problems = append(problems, fmt.Sprintf("checksum mismatch: the header says %s, the document hashes to %s", b.SHA256, hex.EncodeToString(sum[:])))
+		problems = append(problems, fmt.Sprintf("checksum mismatch: the header says %s, the document hashes to %s", b.SHA256, sum(b.Document)))
 		return problems
 	}
 	report := clusterconfig.Validate(b.Document, opts)
@@ -325,83 +231,11 @@ func (b *Backup) Verify(opts clusterconfig.ValidateOptions) []string {
 	return problems
 }
 
-// Prune removes the oldest backups of the store beyond keep. Only files
-// with a backup name and a backup header are ever removed.
-func (s *Store) Prune(keep int) ([]string, error) { return s.PruneConfigMap(keep, "") }
-
-// PruneConfigMap is Prune counting only the backups of one ConfigMap name
-// (all of them when configMap is empty), so writes to one ConfigMap never
-// push out another's backups.
-func (s *Store) PruneConfigMap(keep int, configMap string) ([]string, error) {
-	all, err := s.List()
-	if configMap != "" {
-		all = slices.DeleteFunc(all, func(name string) bool { return namePattern.FindStringSubmatch(name)[2] != configMap })
-	}
-	if err != nil || len(all) <= keep {
-		return nil, err // nothing to do: skip reading every file's header
-	}
-	lastGood := s.lastGoodBackups() // a node's last known good is never pruned
-	names := slices.DeleteFunc(all, func(name string) bool { return !s.isOurs(name) || lastGood[name] })
-	if len(names) <= keep {
-		return nil, nil
-	}
-	var removed []string
-	defer func() { s.pruneManifestsOf(removed) }() // manifest backups go with their run's backup
-	for _, name := range names[:len(names)-keep] {
-		err := os.Remove(filepath.Join(s.Dir, name))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return removed, exitcode.Failuref("prune backups: %w", err)
-		}
-		removed = append(removed, name)
-	}
-	return removed, nil
-}
-
-// isOurs reports whether name is a regular file that starts with the backup
-// header.
-func (s *Store) isOurs(name string) bool {
-	path := filepath.Join(s.Dir, name)
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return false
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	head := make([]byte, len(magic))
-	_, err = f.Read(head)
-	return err == nil && string(head) == magic
-}
-
 // ChecksumOK reports whether the document still hashes to the recorded sum.
-func (b *Backup) ChecksumOK() bool {
-	sum := sha256.Sum256(b.Document)
-	return hex.EncodeToString(sum[:]) == b.SHA256
-}
+func (b *Backup) ChecksumOK() bool { return sum(b.Document) == b.SHA256 }
 
-// Latest returns the newest backup of ConfigMap namespace/name, leaving out
-// the ones a restore took of the document it replaced: restoring "the
-// latest" twice must not flip back to what the first restore undid. The
-// backups of what reconfigure applied are left out too: they are the live
-// document, not one a write replaced.
-func (s *Store) Latest(namespace, name string) (*Backup, error) {
-	names, err := s.List()
-	if err != nil {
-		return nil, err
-	}
-	for i := len(names) - 1; i >= 0; i-- {
-		if m := namePattern.FindStringSubmatch(names[i]); m == nil || m[2] != name {
-			continue
-		}
-		b, err := s.Read(names[i])
-		if err != nil {
-			return nil, err // the newest is damaged: never fall back silently
-		}
-		if b.Namespace == namespace && b.ConfigMap == name && b.Reason != ReasonBeforeRestore && b.Reason != ReasonReconfigure {
-			return b, nil
-		}
-	}
-	return nil, exitcode.NotFoundf("no backup of configmap %s/%s in %s", namespace, name, s.Dir)
+// sum is the hex sha256 of a document, as headers record it.
+func sum(doc []byte) string {
+	s := sha256.Sum256(doc)
+	return hex.EncodeToString(s[:])
 }

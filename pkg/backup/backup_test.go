@@ -5,8 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -125,5 +129,124 @@ func TestRefusals(t *testing.T) {
 	}
 	if problems := r.Verify(clusterconfig.ValidateOptions{}); len(problems) != 1 || !strings.HasPrefix(problems[0], "checksum mismatch") {
 		t.Fatalf("tampered document: %q", problems)
+	}
+}
+
+// TestClustersSharingADirectoryNeverCross: 50 backups of cluster B never
+// prune cluster A's, and --latest of each cluster finds its own.
+func TestClustersSharingADirectoryNeverCross(t *testing.T) {
+	s := &Store{Dir: t.TempDir()}
+	a, b := meta(), meta()
+	a.UID, b.UID = "uid-a", "uid-b"
+	b.Server = "https://10.0.0.2:6443"
+	hook := func(m Meta) *Hook { return &Hook{Store: s, Keep: 3, Server: m.Server, Reason: m.Reason} }
+	save := func(m Meta) {
+		t.Helper()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.ConfigMap, UID: types.UID(m.UID),
+			ResourceVersion: m.ResourceVersion}, Data: map[string]string{"ClusterConfiguration": string(doc(t))}}
+		if _, err := hook(m).Save(cm, "ClusterConfiguration", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		save(a)
+	}
+	for range 50 {
+		save(b)
+	}
+	count := map[string]int{}
+	names, _ := s.List()
+	for _, n := range names {
+		m, err := s.readMeta(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count[m.UID]++
+	}
+	if diff := cmp.Diff(map[string]int{"uid-a": 2, "uid-b": 3}, count); diff != "" {
+		t.Fatalf("backups per cluster (-want +got):\n%s", diff)
+	}
+	for _, m := range []Meta{a, b} {
+		latest, err := s.Latest(m.Owner())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if latest.UID != m.UID || latest.Server != m.Server {
+			t.Fatalf("latest of %s is %s of %s", m.UID, latest.UID, latest.Server)
+		}
+	}
+	// Without a cluster to ask (restore --to-file), which one is meant
+	// cannot be told.
+	if _, err := s.Latest(Owner{Namespace: a.Namespace, ConfigMap: a.ConfigMap}); exitcode.FromError(err) != exitcode.Usage {
+		t.Fatalf("latest of two clusters without a uid: %v", err)
+	}
+	// backup prune keeps N of each.
+	removed, err := s.Prune(1)
+	if err != nil || len(removed) != 3 {
+		t.Fatalf("prune removed %v (%v), want one of A's and two of B's", removed, err)
+	}
+}
+
+// TestLeftoverTempFilesAreRemoved: a writer killed between creating its
+// temporary file and linking it leaves a dot-file; the next listing removes
+// it once it is a minute old, and never a fresh one (a write under way).
+func TestLeftoverTempFilesAreRemoved(t *testing.T) {
+	s := &Store{Dir: t.TempDir()}
+	old := filepath.Join(s.Dir, ".tmp-x.yaml-123")
+	fresh := filepath.Join(s.Dir, ".tmp-y.yaml-456")
+	for _, p := range []string{old, fresh} {
+		if err := os.WriteFile(p, []byte("half"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-2 * time.Minute)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.List(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Error("the leftover temporary file is still there")
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Error("a fresh temporary file was removed")
+	}
+}
+
+// TestUnsafeDirectoriesAreRefused: a backup directory others can write, and
+// a symlink above it in a directory others can write, are refused (exit 2);
+// a symlink above it that only this user controls is fine.
+func TestUnsafeDirectoriesAreRefused(t *testing.T) {
+	base := t.TempDir()
+	shared := filepath.Join(base, "shared")
+	if err := os.Mkdir(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Store{Dir: shared}).Write(doc(t), meta()); exitcode.FromError(err) != exitcode.Usage ||
+		!strings.Contains(err.Error(), "other users can write into it") {
+		t.Fatalf("world-writable directory: %v", err)
+	}
+	// shared/link -> a directory of ours: anyone could replace the link.
+	mine := filepath.Join(base, "mine")
+	if err := os.Mkdir(mine, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(mine, filepath.Join(shared, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Store{Dir: filepath.Join(shared, "link", "backups")}).Write(doc(t), meta()); exitcode.FromError(err) != exitcode.Usage ||
+		!strings.Contains(err.Error(), "is a symlink another user could replace") {
+		t.Fatalf("symlink in a world-writable directory: %v", err)
+	}
+	// base/ours -> mine: only this user can replace it.
+	if err := os.Symlink(mine, filepath.Join(base, "ours")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Store{Dir: filepath.Join(base, "ours", "backups")}).Write(doc(t), meta()); err != nil {
+		t.Fatalf("symlink only this user controls: %v", err)
 	}
 }

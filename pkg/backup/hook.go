@@ -71,7 +71,7 @@ func (h *Hook) Save(cm *corev1.ConfigMap, key string, parsed *clusterconfig.Docu
 	if err != nil {
 		return nil, err
 	}
-	_, _ = h.Store.PruneConfigMap(h.Keep, cm.Name)
+	_, _ = h.Store.PruneOwner(h.Keep, b.Owner())
 	return b, nil
 }
 

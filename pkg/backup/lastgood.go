@@ -127,7 +127,7 @@ func (s *Store) readLastGood(name string) (*LastGood, error) {
 		return nil, exitcode.Failuref("read %s: %w", name, err)
 	}
 	var mark LastGood
-	if err := json.Unmarshal(data, &mark); err != nil || !namePattern.MatchString(mark.Backup) {
+	if err := json.Unmarshal(data, &mark); err != nil || !namePattern().MatchString(mark.Backup) {
 		return nil, exitcode.Invalidf("%s is damaged", name)
 	}
 	return &mark, nil

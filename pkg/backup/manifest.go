@@ -64,7 +64,7 @@ type ManifestBackup struct {
 // ClusterConfiguration backup meta.ConfigBackup, as a new manifest backup.
 // meta.Time, meta.SHA256 and meta.PluginVersion are filled in.
 func (s *Store) WriteManifest(manifest []byte, meta ManifestMeta) (*ManifestBackup, error) {
-	if !namePattern.MatchString(meta.ConfigBackup) {
+	if !namePattern().MatchString(meta.ConfigBackup) {
 		return nil, exitcode.Failuref("cannot back up a manifest for %q: not a backup name", meta.ConfigBackup)
 	}
 	if err := s.ensureDir(); err != nil {

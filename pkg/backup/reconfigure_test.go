@@ -189,7 +189,7 @@ func TestLatestSkipsReconfigureBackups(t *testing.T) {
 	if _, err := s.Write(doc(t), reconfigureMeta()); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Latest("kube-system", "kubeadm-config")
+	got, err := s.Latest(Owner{Namespace: "kube-system", ConfigMap: "kubeadm-config", UID: "u-1"})
 	if err != nil || got.Name != want.Name {
 		t.Fatalf("Latest = %v, %v; want %s", got, err, want.Name)
 	}

@@ -1,7 +1,9 @@
 // Package clusterconfig parses, edits, validates and marshals kubeadm
 // ClusterConfiguration documents of apiVersion kubeadm.k8s.io/v1beta3,
-// v1beta4 and v1. It works on bytes alone (no API client), so every rule can
-// be tested with nothing but testdata.
+// v1beta4 and v1, and validates whole kubeadm config files (every kubeadm
+// kind, component configs) with the rules of one kubeadm release. It works on
+// bytes alone (no API client, no network, no look at the host), so every rule
+// can be tested with nothing but testdata.
 //
 // A Document keeps the generic JSON tree of the YAML it was parsed from, so an
 // edit never drops or reorders a field the plugin does not know; marshalling

@@ -1,8 +1,10 @@
 package clusterconfig
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -56,6 +58,24 @@ func FuzzValidate(f *testing.F) {
 			t.Fatal("a report always has its lists")
 		}
 		_ = ValidateFile(data, ValidateOptions{})
+	})
+}
+
+// FuzzSplitFile checks that the plugin cuts any input into the documents
+// kubeadm's reader (apimachinery's YAMLReader) cuts it into.
+func FuzzSplitFile(f *testing.F) {
+	for _, in := range splitInputs {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want := yamlReaderChunks(string(data))
+		chunks, _, err := splitChunks(data)
+		if (err != nil) != (want == nil) {
+			t.Fatalf("%q: err %v, YAMLReader %q", data, err, want)
+		}
+		if err == nil && !slices.EqualFunc(chunks, want, bytes.Equal) {
+			t.Fatalf("%q: chunks %q, YAMLReader %q", data, chunks, want)
+		}
 	})
 }
 

@@ -126,8 +126,8 @@ func parseBracket(s string, i int) (int, Step, string) {
 	if inner == "+" {
 		return i + end + 1, Step{IsList: true, Append: true}, ""
 	}
-	n, err := strconv.Atoi(inner)
-	if err != nil || n < 0 || strings.HasPrefix(inner, "+") {
+	n, err := strconv.Atoi(inner) // digits only: no sign, as kubeadm reads numbers
+	if err != nil || strings.Trim(inner, "0123456789") != "" {
 		return 0, Step{}, "list index must be a number >= 0 or + to append, not " + strconv.Quote(inner)
 	}
 	return i + end + 1, Step{IsList: true, Index: n}, ""

@@ -20,8 +20,8 @@ import (
 
 // kubeadm's semantic checks, applied to a decoded and defaulted spec.
 
-func (s *spec) validate(r *Report, opts ValidateOptions) {
-	s.validateVersion(r, opts)
+func (s *spec) validate(r *Report, rel *release) {
+	s.validateVersion(r, rel)
 	s.validateEndpoint(r)
 
 	var errs field.ErrorList
@@ -40,7 +40,7 @@ func (s *spec) validate(r *Report, opts ValidateOptions) {
 	if !path.IsAbs(s.certificatesDir) {
 		errs = append(errs, field.Invalid(field.NewPath("certificatesDir"), s.certificatesDir, "path is not absolute"))
 	}
-	errs = append(errs, s.validateFeatureGates()...)
+	errs = append(errs, s.validateFeatureGates(rel, r)...)
 	errs = append(errs, validateImageRepository(s.imageRepository, field.NewPath("imageRepository"))...)
 	errs = append(errs, s.validateEtcd()...)
 	if !slices.Contains(encryptionAlgorithms, s.encryptionAlgorithm) {
@@ -70,7 +70,7 @@ func lazyRegexp(expr string) func() *regexp.Regexp {
 // validateVersion checks kubernetesVersion as kubeadm normalises it. A label
 // such as stable-1 would make kubeadm ask the network; the plugin never does,
 // and warns instead, as kubeadm does when it is offline.
-func (s *spec) validateVersion(r *Report, opts ValidateOptions) {
+func (s *spec) validateVersion(r *Report, rel *release) {
 	v := s.kubernetesVersion
 	if v == "" {
 		r.Warnings = append(r.Warnings, "kubernetesVersion is empty: kubeadm would resolve \"stable-1\" on the network; set it explicitly")
@@ -102,47 +102,10 @@ func (s *spec) validateVersion(r *Report, opts ValidateOptions) {
 		r.addFieldErrors(field.ErrorList{field.Invalid(kubernetesPath, s.kubernetesVersion, "couldn't parse Kubernetes version: "+err.Error())})
 		return
 	}
-	if s.apiVersion == V1beta3 {
-		return // managed by an older kubeadm, whose minimum the plugin cannot know
-	}
-	kv := opts.KubeadmVersion
-	if kv == "" {
-		kv = DefaultKubeadmVersion
-	}
-	kubeadm, err := version.ParseSemantic(kv)
-	if err != nil {
-		r.errorf("bad kubeadm version %q: %v", kv, err)
-		return
-	}
-	minimum := version.MustParseSemantic(fmt.Sprintf("v%d.%d.0", kubeadm.Major(), kubeadm.Minor()-1))
-	if parsed.LessThan(minimum) {
+	if minimum := rel.minimumControlPlane(); parsed.LessThan(minimum) {
 		r.addFieldErrors(field.ErrorList{field.Invalid(kubernetesPath, s.kubernetesVersion, fmt.Sprintf(
-			"kubeadm %s only supports deploying clusters with the control plane version >= %s",
-			kubeadm, minimum))})
+			"kubeadm %s only supports deploying clusters with the control plane version >= %s", rel, minimum))})
 	}
-}
-
-// validateEndpoint parses controlPlaneEndpoint as kubeadm's ParseHostPort.
-func (s *spec) validateEndpoint(r *Report) {
-	ep := s.controlPlaneEndpoint
-	if ep == "" {
-		return
-	}
-	p := field.NewPath("controlPlaneEndpoint")
-	host, port, err := net.SplitHostPort(ep)
-	if err != nil {
-		host, port = ep, ""
-	}
-	if port != "" {
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			r.addFieldErrors(field.ErrorList{field.Invalid(p, ep, fmt.Sprintf("port %s must be a valid number between 1 and 65535, inclusive", port))})
-			return
-		}
-	}
-	if netutils.ParseIPSloppy(host) != nil || len(validation.IsDNS1123Subdomain(host)) == 0 {
-		return
-	}
-	r.addFieldErrors(field.ErrorList{field.Invalid(p, ep, fmt.Sprintf("host '%s' must be a valid IP address or a valid RFC-1123 DNS subdomain", host))})
 }
 
 const (
@@ -278,14 +241,9 @@ func validateCertSANs(sans []string, p *field.Path) field.ErrorList {
 	return errs
 }
 
-// featureGates kubeadm 1.37 knows. Older kubeadm releases (v1beta3) knew
-// others, so gates are checked only for v1beta4 and v1.
-var featureGates = []string{"RootlessControlPlane"}
-
-func (s *spec) validateFeatureGates() field.ErrorList {
-	if s.apiVersion == V1beta3 {
-		return nil
-	}
+// validateFeatureGates checks the gates' names against the release's, and
+// repeats kubeadm's warning on a deprecated one.
+func (s *spec) validateFeatureGates(rel *release, r *Report) field.ErrorList {
 	var errs field.ErrorList
 	names := make([]string, 0, len(s.featureGates))
 	for name := range s.featureGates {
@@ -293,10 +251,19 @@ func (s *spec) validateFeatureGates() field.ErrorList {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		if !slices.Contains(featureGates, name) {
-			errs = append(errs, field.Invalid(field.NewPath("featureGates").Key(name), s.featureGates[name],
-				fmt.Sprintf("%s is not a valid feature name (kubeadm knows: %s)", name, strings.Join(featureGates, ", "))))
+		p := field.NewPath("featureGates").Key(name)
+		g, ok := rel.gate(name)
+		if ok {
+			if g.deprecated != "" {
+				r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %s", p, g.deprecated))
+			}
+			continue
 		}
+		why := fmt.Sprintf("%s is not a valid feature name in kubeadm %s (it knows: %s)", name, rel, strings.Join(rel.gateNames(), ", "))
+		if removed, ok := rel.removedIn(name); ok {
+			why = fmt.Sprintf("%s is not a valid feature name: kubeadm %s removed it", name, removed)
+		}
+		errs = append(errs, field.Invalid(p, s.featureGates[name], why))
 	}
 	return errs
 }

@@ -34,41 +34,47 @@ type componentArgs struct {
 	args []argV1
 }
 
-// decodeStrict decodes js into the schema of apiVersion, adding unknown and
-// duplicate fields to r; a type error is returned.
-func decodeStrict(js []byte, apiVersion string, r *Report) (*spec, error) {
-	strictErrs := func(errs []error) {
-		for _, e := range errs {
-			r.errorf("%v", e)
-		}
+// strictInto decodes js into a T as kubeadm's strict decoder does, adding
+// unknown and duplicate fields to r; a type error is returned.
+func strictInto[T any](js []byte, r *Report) (*T, error) {
+	var v T
+	errs, err := kjson.UnmarshalStrict(js, &v)
+	if err != nil {
+		return nil, err
 	}
+	for _, e := range errs {
+		r.errorf("%v", e)
+	}
+	return &v, nil
+}
+
+// decodeStrict decodes a ClusterConfiguration into the schema of apiVersion.
+func decodeStrict(js []byte, apiVersion string, r *Report) (*spec, error) {
 	switch apiVersion {
 	case V1beta3:
-		var c clusterConfigurationV1beta3
-		errs, err := kjson.UnmarshalStrict(js, &c)
+		c, err := strictInto[clusterConfigurationV1beta3](js, r)
 		if err != nil {
 			return nil, err
 		}
-		strictErrs(errs)
-		return fromV1beta3(&c), nil
+		return fromV1beta3(c), nil
 	case V1:
-		var c clusterConfiguration[argV1]
-		errs, err := kjson.UnmarshalStrict(js, &c)
+		c, err := strictInto[clusterConfiguration[argV1]](js, r)
 		if err != nil {
 			return nil, err
 		}
-		strictErrs(errs)
-		return fromNew(&c, func(a argV1) argV1 { return a }), nil
+		return fromNew(c, identityArg), nil
 	default:
-		var c clusterConfiguration[argV1beta4]
-		errs, err := kjson.UnmarshalStrict(js, &c)
+		c, err := strictInto[clusterConfiguration[argV1beta4]](js, r)
 		if err != nil {
 			return nil, err
 		}
-		strictErrs(errs)
-		return fromNew(&c, func(a argV1beta4) argV1 { return argV1{Name: a.Name, Value: a.Value} }), nil
+		return fromNew(c, fromArgV1beta4), nil
 	}
 }
+
+func identityArg(a argV1) argV1 { return a }
+
+func fromArgV1beta4(a argV1beta4) argV1 { return argV1{Name: a.Name, Value: a.Value} }
 
 func fromNew[A any](c *clusterConfiguration[A], conv func(A) argV1) *spec {
 	list := func(in []A) []argV1 {

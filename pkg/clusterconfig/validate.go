@@ -10,34 +10,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apimachinery/pkg/util/version"
-	"sigs.k8s.io/yaml"
 )
-
-// DefaultKubeadmVersion is the kubeadm release whose rules Validate applies
-// unless told otherwise: the minimum control-plane version it accepts is one
-// minor below it.
-const DefaultKubeadmVersion = "v1.37.2"
 
 // ValidateOptions tune validation.
 type ValidateOptions struct {
-	// KubeadmVersion is the kubeadm release the cluster is managed with
-	// (default DefaultKubeadmVersion). kubeadm refuses a kubernetesVersion
-	// more than one minor below itself.
+	// KubeadmVersion is the kubeadm release the cluster is managed with, one
+	// of KubeadmReleases. Empty means the newest release that reads the
+	// document's apiVersion: 1.37, or 1.36 for v1beta3.
 	KubeadmVersion string
-}
-
-// CheckKubeadmVersion reports whether v is a kubeadm release Validate can
-// apply the rules of.
-func CheckKubeadmVersion(v string) error {
-	parsed, err := version.ParseSemantic(v)
-	if err != nil {
-		return fmt.Errorf("want a version such as %s, not %q", DefaultKubeadmVersion, v)
-	}
-	if parsed.Major() != 1 || parsed.Minor() < 1 {
-		return fmt.Errorf("want a kubeadm 1.x release, not %q", v)
-	}
-	return nil
 }
 
 // Report is the outcome of validating one document: every problem found,
@@ -81,16 +61,9 @@ func (r *Report) addFieldErrors(errs field.ErrorList) {
 // checks. It never touches the network or the host.
 func Validate(data []byte, opts ValidateOptions) *Report {
 	r := newReport()
-	js, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		if _, lax := yaml.YAMLToJSON(data); lax != nil {
-			r.errorf("not YAML: %v", lax)
-		} else { // YAML, but with a key given twice
-			r.errorf("%s", strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " "))
-		}
-		return r
+	if js, ok := strictJSON(data, r); ok {
+		validateJSON(js, opts, r)
 	}
-	validateJSON(js, opts, r)
 	return r
 }
 
@@ -116,7 +89,21 @@ func validateJSON(js []byte, opts ValidateOptions, r *Report) {
 		r.errorf("%v", err)
 		return
 	}
-	s, err := decodeStrict(js, meta.APIVersion, r)
+	rel, err := selectRelease(opts.KubeadmVersion, []string{meta.APIVersion})
+	if err != nil {
+		r.errorf("%v", err)
+		return
+	}
+	if why := rel.checkAPIVersion(meta.APIVersion); why != "" {
+		r.errorf("%s", why)
+		return
+	}
+	validateCluster(js, meta.APIVersion, rel, r)
+}
+
+// validateCluster checks a ClusterConfiguration with a release's rules.
+func validateCluster(js []byte, apiVersion string, rel *release, r *Report) {
+	s, err := decodeStrict(js, apiVersion, r)
 	if err != nil {
 		r.errorf("%s", decodeError(err))
 		return
@@ -125,7 +112,7 @@ func validateJSON(js []byte, opts ValidateOptions, r *Report) {
 		return
 	}
 	s.setDefaults()
-	s.validate(r, opts)
+	s.validate(r, rel)
 }
 
 // decodeError words a decoding type error by field path and JSON type,

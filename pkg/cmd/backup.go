@@ -43,6 +43,7 @@ type BackupInfo struct {
 	Name              string    `json:"name"`
 	Path              string    `json:"path"`
 	Time              time.Time `json:"time"`
+	Server            string    `json:"server"`
 	ConfigMap         string    `json:"configMap"`
 	UID               string    `json:"uid"`
 	ResourceVersion   string    `json:"resourceVersion"`
@@ -61,7 +62,7 @@ type BackupInfo struct {
 
 func newBackupInfo(b *backup.Backup, problems []string) BackupInfo {
 	return BackupInfo{
-		Name: b.Name, Path: b.Path, Time: b.Time, ConfigMap: b.Namespace + "/" + b.ConfigMap, UID: b.UID,
+		Name: b.Name, Path: b.Path, Time: b.Time, Server: b.Server, ConfigMap: b.Namespace + "/" + b.ConfigMap, UID: b.UID,
 		ResourceVersion: b.ResourceVersion, KubernetesVersion: b.KubernetesVersion, APIVersion: b.APIVersion,
 		Size: b.Size, SHA256: b.SHA256, ChecksumOK: b.ChecksumOK(), Reason: b.Reason, Problems: problems,
 	}
@@ -69,6 +70,7 @@ func newBackupInfo(b *backup.Backup, problems []string) BackupInfo {
 
 // BackupOptions backs up the live document.
 type BackupOptions struct {
+	Timeout time.Duration
 	Cluster *ClusterFlags
 	Backup  *BackupFlags
 	Print   *PrintFlags
@@ -81,7 +83,8 @@ type BackupOptions struct {
 
 // NewBackupOptions returns options with defaults.
 func NewBackupOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *BackupOptions {
-	return &BackupOptions{Cluster: cluster, Backup: NewBackupFlags(), Print: NewPrintFlags(), Key: engine.DefaultKey, IOStreams: streams}
+	return &BackupOptions{Cluster: cluster, Backup: NewBackupFlags(), Print: NewPrintFlags(), Key: engine.DefaultKey,
+		Timeout: engine.DefaultTimeout, IOStreams: streams}
 }
 
 // NewCmdBackup builds the backup command and its list, verify and prune
@@ -108,6 +111,7 @@ func (o *BackupOptions) AddFlags(cmd *cobra.Command) {
 	o.Backup.AddFlags(cmd, false)
 	o.Print.AddFlags(cmd)
 	cmd.Flags().StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
+	addTimeoutFlag(cmd, &o.Timeout)
 }
 
 // Complete builds the printer and the client.
@@ -119,7 +123,7 @@ func (o *BackupOptions) Complete(_ *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	o.engine, o.server = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{}), c.Server
+	o.engine, o.server = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{Timeout: o.Timeout}), c.Server
 	return nil
 }
 
@@ -128,8 +132,13 @@ func (o *BackupOptions) Validate() error {
 	if strings.TrimSpace(o.Key) == "" {
 		return exitcode.Usagef("--key must not be empty")
 	}
+	if err := validateTimeout(o.Timeout); err != nil {
+		return err
+	}
 	return o.Backup.Validate()
 }
+
+func (o *BackupOptions) budget() time.Duration { return o.Timeout }
 
 // Run backs up the live document.
 func (o *BackupOptions) Run(ctx context.Context) error {

@@ -79,18 +79,19 @@ func (o *BackupListOptions) Run(context.Context) error {
 		return nil
 	}
 	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tTIME\tRESOURCEVERSION\tKUBERNETES\tAPIVERSION\tSIZE\tCHECKSUM\tLAST-KNOWN-GOOD")
+	fmt.Fprintln(w, "NAME\tCLUSTER\tUID\tTIME\tRESOURCEVERSION\tKUBERNETES\tAPIVERSION\tSIZE\tCHECKSUM\tLAST-KNOWN-GOOD")
 	for _, i := range infos {
 		if i.Problems != nil {
-			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t-\tunreadable\t-\n", i.Name)
+			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t-\t-\t-\tunreadable\t-\n", i.Name)
 			continue
 		}
 		check := "ok"
 		if !i.ChecksumOK {
 			check = "MISMATCH"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", i.Name, i.Time.Format(time.RFC3339), i.ResourceVersion,
-			i.KubernetesVersion, i.APIVersion, i.Size, check, orDash(strings.Join(i.LastKnownGoodOf, ",")))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", i.Name, orDash(i.Server), shortUID(i.UID),
+			i.Time.Format(time.RFC3339), i.ResourceVersion, i.KubernetesVersion, i.APIVersion, i.Size, check,
+			orDash(strings.Join(i.LastKnownGoodOf, ",")))
 	}
 	return w.Flush()
 }
@@ -107,8 +108,7 @@ type BackupVerifyOptions struct {
 
 // NewBackupVerifyOptions returns options with defaults.
 func NewBackupVerifyOptions(streams genericiooptions.IOStreams) *BackupVerifyOptions {
-	return &BackupVerifyOptions{Backup: NewBackupFlags(), Print: NewPrintFlags(),
-		KubeadmVersion: clusterconfig.DefaultKubeadmVersion, IOStreams: streams}
+	return &BackupVerifyOptions{Backup: NewBackupFlags(), Print: NewPrintFlags(), IOStreams: streams}
 }
 
 // NewCmdBackupVerify builds backup verify.
@@ -127,7 +127,7 @@ ClusterConfiguration. Exit 3 naming what is wrong.`,
 		ValidArgsFunction: completeBackupNames(o.Backup),
 	}
 	cmd.Flags().BoolVar(&o.All, "all", o.All, "Verify every backup in --backup-dir")
-	cmd.Flags().StringVar(&o.KubeadmVersion, "kubeadm-version", o.KubeadmVersion, "Release of kubeadm whose rules validation applies")
+	cmd.Flags().StringVar(&o.KubeadmVersion, "kubeadm-version", o.KubeadmVersion, "Release of kubeadm whose rules validation applies: 1.35, 1.36 or 1.37 (default: the newest that reads the apiVersion, 1.36 for v1beta3); kubeadm refuses a kubernetesVersion more than one minor below itself")
 	o.Backup.AddDirFlag(cmd)
 	o.Print.AddFlags(cmd)
 	return cmd
@@ -216,8 +216,8 @@ func NewCmdBackupPrune(streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewBackupPruneOptions(streams)
 	cmd := &cobra.Command{
 		Use:     "prune --keep N",
-		Short:   "Remove the oldest backups beyond N",
-		Long:    "Remove the oldest backups in --backup-dir beyond the newest N. Files the plugin did not write are never removed.",
+		Short:   "Remove the oldest backups beyond N of each ConfigMap",
+		Long:    "Remove, for each ConfigMap (each cluster, by the ConfigMap's uid) with backups in --backup-dir, its oldest backups beyond the newest N. Files the plugin did not write are never removed.",
 		Example: "  # Keep the 10 newest backups\n  kubectl kubeadmcfg backup prune --keep 10",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -253,4 +253,13 @@ func (o *BackupPruneOptions) Run(context.Context) error {
 	}
 	fmt.Fprintf(o.ErrOut, "%d backups removed\n", len(removed))
 	return nil
+}
+
+// shortUID shows the first block of a uid, enough to tell clusters apart in
+// a table; -o json has it whole.
+func shortUID(uid string) string {
+	if head, _, ok := strings.Cut(uid, "-"); ok {
+		return head
+	}
+	return orDash(uid)
 }

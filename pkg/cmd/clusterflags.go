@@ -54,6 +54,8 @@ type Clients struct {
 	Client kubernetes.Interface
 	// Server is the API server's URL, recorded in backups.
 	Server string
+	// Clock is the API server's time, read from its responses.
+	Clock *engine.ServerClock
 }
 
 // Clients builds the client without discovery: the plugin talks to known
@@ -68,9 +70,11 @@ func (f *ClusterFlags) Clients() (*Clients, error) {
 	// add latency on top of the server's own flow control.
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.UserAgent = "kubectl-kubeadmcfg"
+	clock := &engine.ServerClock{Local: localNow}
+	cfg.Wrap(clock.WrapTransport)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, exitcode.Failuref("cannot build a client: %w", err)
 	}
-	return &Clients{Client: cs, Server: cfg.Host}, nil
+	return &Clients{Client: cs, Server: cfg.Host, Clock: clock}, nil
 }

@@ -39,14 +39,6 @@ func registerFlagCompletions(root *cobra.Command) {
 				_ = c.RegisterFlagCompletionFunc(name, fixedCompletion(values...))
 			}
 		}
-		if c.Flags().Lookup("expect") != nil {
-			switch c.Name() {
-			case "upgrade-set":
-				_ = c.RegisterFlagCompletionFunc("expect", completeStates)
-			case "upgrade-host":
-				_ = c.RegisterFlagCompletionFunc("expect", completeHostStatuses)
-			}
-		}
 		for _, sub := range c.Commands() {
 			walk(sub)
 		}
@@ -54,20 +46,44 @@ func registerFlagCompletions(root *cobra.Command) {
 	walk(root)
 }
 
-func completeStates(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-	out := make([]string, 0, len(upgrade.States()))
-	for _, s := range upgrade.States() {
-		out = append(out, string(s))
+// completionPlan is the plan of the recorded upgrade, or the default plan
+// when there is none (or it cannot be read in time).
+func completionPlan(ctx context.Context, f *UpgradeFlags) (*upgrade.Plan, *upgrade.Record) {
+	if c, err := f.Cluster.Clients(); err == nil {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if cm, err := engine.New(c.Client, f.target(), engine.Options{}).Get(ctx); err == nil {
+			if rec, ok, err := upgrade.FromConfigMap(cm); err == nil && ok {
+				return rec.PlanOf(), rec
+			}
+		}
 	}
-	return out, cobra.ShellCompDirectiveNoFileComp
+	p, _ := upgrade.Builtin(upgrade.DefaultPlan)
+	return p, nil
 }
 
-func completeHostStatuses(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	out := []string{}
-	for _, s := range upgrade.HostStatuses() {
-		out = append(out, string(s))
+// completeStates offers the states of the upgrade's plan.
+func completeStates(f *UpgradeFlags) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		p, _ := completionPlan(cmd.Context(), f)
+		out := []string{}
+		for _, s := range p.States() {
+			out = append(out, string(s))
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
 	}
-	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeHostStatuses offers the host statuses of the upgrade's plan.
+func completeHostStatuses(f *UpgradeFlags) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		p, _ := completionPlan(cmd.Context(), f)
+		out := []string{}
+		for _, s := range p.HostStatuses() {
+			out = append(out, string(s))
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // completeBackupNames lists the backups in the command's --backup-dir.
@@ -85,25 +101,15 @@ func completeBackupNames(flags *BackupFlags) cobra.CompletionFunc {
 // completeNodes offers the nodes recorded in the upgrade state, then the
 // host statuses.
 func completeNodes(f *UpgradeFlags) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, s string) ([]string, cobra.ShellCompDirective) {
 		if len(args) == 1 {
-			return completeHostStatuses(cmd, args, "")
+			return completeHostStatuses(f)(cmd, args, s)
 		}
 		if len(args) > 1 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		c, err := f.Cluster.Clients()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
-		defer cancel()
-		cm, err := engine.New(c.Client, f.target(), engine.Options{}).Get(ctx)
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		rec, ok, err := upgrade.FromConfigMap(cm)
-		if err != nil || !ok {
+		_, rec := completionPlan(cmd.Context(), f)
+		if rec == nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		nodes := make([]string, 0, len(rec.Hosts))

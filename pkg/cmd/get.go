@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -25,6 +26,7 @@ const getExample = `  # Print the ClusterConfiguration exactly as stored
 
 // GetOptions prints the stored ClusterConfiguration.
 type GetOptions struct {
+	Timeout     time.Duration
 	Cluster     *ClusterFlags
 	Print       *PrintFlags
 	Key         string
@@ -36,7 +38,7 @@ type GetOptions struct {
 
 // NewGetOptions returns options with defaults.
 func NewGetOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *GetOptions {
-	return &GetOptions{Cluster: cluster, Print: NewPrintFlags(), Key: engine.DefaultKey, IOStreams: streams}
+	return &GetOptions{Cluster: cluster, Print: NewPrintFlags(), Key: engine.DefaultKey, Timeout: engine.DefaultTimeout, IOStreams: streams}
 }
 
 // NewCmdGet builds the get command.
@@ -64,6 +66,7 @@ func (o *GetOptions) AddFlags(cmd *cobra.Command) {
 	o.Print.AddFlags(cmd)
 	cmd.Flags().StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
 	cmd.Flags().StringVar(&o.WriteConfig, "write-config", o.WriteConfig, "Also write the ClusterConfiguration, as stored, to this file (atomic, 0600)")
+	addTimeoutFlag(cmd, &o.Timeout)
 }
 
 // Complete builds the printer and the client.
@@ -75,7 +78,7 @@ func (o *GetOptions) Complete(_ *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	o.engine = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{})
+	o.engine = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{Timeout: o.Timeout})
 	return nil
 }
 
@@ -84,8 +87,10 @@ func (o *GetOptions) Validate() error {
 	if strings.TrimSpace(o.Key) == "" {
 		return exitcode.Usagef("--key must not be empty")
 	}
-	return nil
+	return validateTimeout(o.Timeout)
 }
+
+func (o *GetOptions) budget() time.Duration { return o.Timeout }
 
 // Run reads and prints the document.
 func (o *GetOptions) Run(ctx context.Context) error {

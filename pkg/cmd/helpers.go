@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -56,6 +57,12 @@ type verb interface {
 	Run(ctx context.Context) error
 }
 
+// budgeted is a verb whose whole run, every API call in it, is bounded by
+// one --timeout.
+type budgeted interface {
+	budget() time.Duration
+}
+
 // run drives a verb through its three steps.
 func run(ctx context.Context, v verb, cmd *cobra.Command, args []string) error {
 	if err := v.Complete(cmd, args); err != nil {
@@ -64,5 +71,23 @@ func run(ctx context.Context, v verb, cmd *cobra.Command, args []string) error {
 	if err := v.Validate(); err != nil {
 		return err
 	}
+	if b, ok := v.(budgeted); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.budget())
+		defer cancel()
+	}
 	return v.Run(ctx)
+}
+
+// addTimeoutFlag binds --timeout for a command that only reads.
+func addTimeoutFlag(cmd *cobra.Command, timeout *time.Duration) {
+	cmd.Flags().DurationVar(timeout, "timeout", *timeout, "Give up if the command has not finished within this time (exit 4; exit 1 when the API server cannot be reached)")
+}
+
+// validateTimeout checks a --timeout value.
+func validateTimeout(timeout time.Duration) error {
+	if timeout <= 0 {
+		return exitcode.Usagef("--timeout must be positive, not %s", timeout)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -210,6 +211,8 @@ func (o *PatchOptions) Validate() error {
 	}
 	return o.Backup.Validate()
 }
+
+func (o *PatchOptions) budget() time.Duration { return o.Write.Timeout }
 
 // Run writes the edits through the engine and reports the outcome.
 func (o *PatchOptions) Run(ctx context.Context) error {

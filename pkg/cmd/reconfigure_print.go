@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/textdiff"
 )
 
 // ReconfigureResult is what reconfigure prints with -o, on success and on
@@ -75,7 +74,7 @@ func manifestDiff(plan *controlplane.Plan) string {
 	var b strings.Builder
 	for _, ch := range plan.Changes {
 		if ch.Changed() {
-			b.WriteString(textdiff.Unified("running/"+ch.Component.File(), "rendered/"+ch.Component.File(), ch.Current.Raw, ch.Rendered.Raw))
+			b.WriteString(unifiedDiff("running/"+ch.Component.File(), "rendered/"+ch.Component.File(), ch.Current.Raw, ch.Rendered.Raw))
 		}
 	}
 	return b.String()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,7 +118,27 @@ func addNodeFlags(cmd *cobra.Command, n *clusterconfig.NodeConfig, prefix string
 	fs := cmd.Flags()
 	fs.StringVar(&n.Name, "node-name", n.Name, prefix+"this node's name, for the InitConfiguration")
 	fs.StringVar(&n.AdvertiseAddress, "advertise-address", n.AdvertiseAddress, prefix+"this node's API server advertise address")
-	fs.Int32Var(&n.BindPort, "bind-port", n.BindPort, prefix+"this node's API server port")
+	fs.Var((*portFlag)(&n.BindPort), "bind-port", prefix+"this node's API server port (digits only, 1-65535)")
+}
+
+// portFlag is a TCP port given as decimal digits only, as kubeadm reads
+// ports: no sign, no base prefix, no underscores.
+type portFlag int32
+
+func (p *portFlag) String() string { return strconv.Itoa(int(*p)) }
+
+func (p *portFlag) Type() string { return "port" }
+
+func (p *portFlag) Set(s string) error {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return fmt.Errorf("want decimal digits, not %q", s)
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return fmt.Errorf("%q is out of range", s)
+	}
+	*p = portFlag(n)
+	return nil
 }
 
 // nodeFlagsChanged reports whether any per-node flag was given.
@@ -181,9 +202,11 @@ func (o *RestoreOptions) Validate() error {
 	return o.Backup.Validate()
 }
 
+func (o *RestoreOptions) budget() time.Duration { return o.Write.Timeout }
+
 // Run verifies the backup and restores it.
 func (o *RestoreOptions) Run(ctx context.Context) error {
-	b, err := o.read()
+	b, err := o.read(ctx)
 	if err != nil {
 		return err
 	}
@@ -209,13 +232,24 @@ func (o *RestoreOptions) Run(ctx context.Context) error {
 	return printWrite(o.IOStreams, o.Print, out.WriteResult, out)
 }
 
-// read opens the backup named, or the newest one.
-func (o *RestoreOptions) read() (*backup.Backup, error) {
+// read opens the backup named, or the newest one of the live ConfigMap
+// (by its uid: never another cluster's). With --to-file there is no cluster
+// to ask, and the newest of the ConfigMap's name is taken only when all its
+// backups are of one uid.
+func (o *RestoreOptions) read(ctx context.Context) (*backup.Backup, error) {
 	store := o.Backup.Store()
 	if !o.Latest {
 		return store.Read(o.Name)
 	}
-	b, err := store.Latest(o.Cluster.Namespace(), o.Cluster.ConfigMap)
+	owner := backup.Owner{Namespace: o.Cluster.Namespace(), ConfigMap: o.Cluster.ConfigMap}
+	if o.engine != nil {
+		live, err := o.engine.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		owner.UID = string(live.UID)
+	}
+	b, err := store.Latest(owner)
 	if err == nil {
 		fmt.Fprintf(o.ErrOut, "using backup %s (resourceVersion %s of %s, taken %s)\n",
 			b.Name, b.ResourceVersion, b.Server, b.Time.Format(time.RFC3339))
@@ -229,6 +263,11 @@ func (o *RestoreOptions) toFile(b *backup.Backup) error {
 	data, err := clusterconfig.ConfigFile(b.Document, b.APIVersion, o.Node)
 	if err != nil {
 		return err
+	}
+	// Check the file kubeadm will read, not only the backup's document: the
+	// InitConfiguration holds this node's values.
+	if r := clusterconfig.ValidateFile(data, clusterconfig.ValidateOptions{KubeadmVersion: o.Write.KubeadmVersion}); !r.Valid() {
+		return exitcode.Invalidf("kubeadm would refuse the file, nothing was written to %s: %s", o.ToFile, r.Summary())
 	}
 	if err := backup.WriteFile(o.ToFile, data); err != nil {
 		return err

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"io"
 
+	udiff "github.com/aymanbagabas/go-udiff"
+
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/textdiff"
 )
 
 // WriteResult is what a command that writes kubeadm-config prints with -o.
@@ -52,7 +53,7 @@ func newWriteResult(t engine.Target, res *engine.DocumentResult, verb string, wi
 		out.NewResourceVersion = res.New.ResourceVersion
 	}
 	if withDiff && !res.Skipped {
-		out.Diff = textdiff.Unified("live/"+t.Key, newLabel, res.Before, res.After)
+		out.Diff = unifiedDiff("live/"+t.Key, newLabel, res.Before, res.After)
 	}
 	out.summary = describe(t.Name, verb, &res.Result)
 	return out
@@ -101,4 +102,12 @@ func printWarnings(w io.Writer, warnings []string) {
 	for _, msg := range warnings {
 		fmt.Fprintf(w, "warning: %s\n", msg)
 	}
+}
+
+// unifiedDiff is the unified diff of two documents, "" when they are equal.
+// go-udiff (the Myers diff of gopls) needs time and memory linear in the
+// documents for the edits the plugin makes, and marks a missing final
+// newline.
+func unifiedDiff(oldLabel, newLabel string, before, after []byte) string {
+	return udiff.Unified(oldLabel, newLabel, string(before), string(after))
 }

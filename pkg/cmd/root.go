@@ -28,8 +28,9 @@ update is lost, and a document kubeadm would reject is never written.
 
 Exit codes: 0 success (also "unchanged" and "skipped"), 1 other error,
 2 usage error, 3 invalid configuration, 4 conflict or precondition not met,
-5 not found, 6 forbidden or unauthorized; reconfigure alone: 8 failed, node
-back on its previous configuration, 9 failed and rollback failed.`
+5 not found, 6 forbidden or unauthorized, 7 outcome of the last write
+unknown; reconfigure alone: 8 failed, node back on its previous
+configuration, 9 failed and rollback failed.`
 
 // NewCmdRoot builds the command tree.
 func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
@@ -56,6 +57,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 	root.AddCommand(
 		NewCmdGet(flags, streams),
 		NewCmdPatch(flags, streams),
+		NewCmdEdit(flags, streams),
 		NewCmdValidate(flags, streams),
 		NewCmdBackup(flags, streams),
 		NewCmdRestore(flags, streams),
@@ -102,6 +104,8 @@ func withHint(err error) error {
 		return exitcode.WithHint(err, "check --kubeconfig, --context, --token")
 	case errors.Is(err, engine.ErrUnreachable):
 		return exitcode.WithHint(err, "check --kubeconfig and --context")
+	case errors.Is(err, engine.ErrOutcomeUnknown):
+		return exitcode.WithHint(err, "check with 'kubectl kubeadmcfg get' (or 'upgrade-status') before retrying")
 	case errors.Is(err, engine.ErrGaveUp) && exitcode.FromError(err) == exitcode.Conflict:
 		return exitcode.WithHint(err, "retry, or raise --timeout")
 	case errors.As(err, &backupErr):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,13 +26,16 @@ type UpgradeFlags struct {
 	StateConfigMap string
 
 	engine *engine.Engine
+	now    func() time.Time // the API server's time
+	// forceHint: the command has --force, so a refused transition says so.
+	forceHint bool
 	genericiooptions.IOStreams
 }
 
 // NewUpgradeFlags returns the defaults.
 func NewUpgradeFlags(cluster *ClusterFlags, streams genericiooptions.IOStreams) *UpgradeFlags {
 	return &UpgradeFlags{Cluster: cluster, Print: NewPrintFlags(), Retry: NewRetryFlags(),
-		StateConfigMap: upgrade.DefaultConfigMap, IOStreams: streams}
+		StateConfigMap: upgrade.DefaultConfigMap, IOStreams: streams, now: localNow}
 }
 
 // AddFlags binds the flags; writes adds those of commands that write.
@@ -55,6 +59,7 @@ func (f *UpgradeFlags) complete() error {
 	opts := f.Retry.EngineOptions()
 	opts.CreateIfMissing = true
 	f.engine = engine.New(c.Client, f.target(), opts)
+	f.now = c.Clock.Now
 	return nil
 }
 
@@ -69,8 +74,10 @@ func (f *UpgradeFlags) target() engine.Target {
 	return engine.Target{Namespace: f.Cluster.Namespace(), Name: f.StateConfigMap}
 }
 
+// clock stamps transitions with the API server's time, read from the
+// responses of this very write, so every host's stamps share one clock.
 func (f *UpgradeFlags) clock() upgrade.Clock {
-	return upgrade.Clock{Now: time.Now(), By: f.Retry.Identity}
+	return upgrade.Clock{Now: f.now(), By: f.Retry.Identity}
 }
 
 // explain says where the state was looked for when there is none.
@@ -79,16 +86,15 @@ func (f *UpgradeFlags) explain(err error) error {
 		return exitcode.NotFoundf("no upgrade is recorded in %s (start one with 'kubectl kubeadmcfg upgrade-start')", f.target())
 	}
 	var transition *upgrade.TransitionError
-	if errors.As(err, &transition) {
+	if errors.As(err, &transition) && f.forceHint {
 		return exitcode.WithHint(err, "or use --force")
 	}
 	return err
 }
 
-// write applies op to the record inside a compare-and-swap write, so the
-// rule is checked against the state actually replaced, and prints the
-// outcome.
-func (f *UpgradeFlags) write(ctx context.Context, op upgrade.Op) error {
+// apply runs op on the record inside a compare-and-swap write, so the rule
+// is checked against the state actually replaced.
+func (f *UpgradeFlags) apply(ctx context.Context, op upgrade.Op) (upgrade.Change, *engine.Result, error) {
 	var change upgrade.Change
 	res, err := f.engine.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
 		var err error
@@ -96,20 +102,29 @@ func (f *UpgradeFlags) write(ctx context.Context, op upgrade.Op) error {
 		return change.Changed, err
 	})
 	if err != nil {
-		return f.explain(err)
+		return change, res, f.explain(err)
+	}
+	if change.After == nil {
+		return change, res, f.explain(upgrade.ErrNoUpgrade)
+	}
+	return change, res, nil
+}
+
+// write applies op and prints the outcome.
+func (f *UpgradeFlags) write(ctx context.Context, op upgrade.Op) error {
+	change, res, err := f.apply(ctx, op)
+	if err != nil {
+		return err
 	}
 	after := change.After
-	if after == nil {
-		return f.explain(upgrade.ErrNoUpgrade)
-	}
 	if !f.Print.Human() {
-		return f.Print.Print(f.Out, after)
+		return f.Print.Print(f.Out, after.Status())
 	}
 	switch {
 	case !res.Changed:
 		fmt.Fprintf(f.Out, "upgrade state unchanged: %s\n", after.State)
-	case after.State == upgrade.Started:
-		fmt.Fprintf(f.Out, "upgrade started: %s -> %s, state %s\n", orDash(after.FromVersion), after.ToVersion, after.State)
+	case change.Before == "" || (after.State == after.PlanOf().Start && change.Before != after.State):
+		fmt.Fprintf(f.Out, "upgrade started: %s -> %s, state %s, plan %s\n", orDash(after.FromVersion), after.ToVersion, after.State, after.PlanOf().Name)
 	case change.Before != after.State:
 		fmt.Fprintf(f.Out, "upgrade state: %s -> %s\n", change.Before, after.State)
 	default:
@@ -125,24 +140,34 @@ func NewCmdUpgrade(cluster *ClusterFlags, streams genericiooptions.IOStreams) []
 		NewCmdUpgradeStart(cluster, streams),
 		NewCmdUpgradeSet(cluster, streams),
 		NewCmdUpgradeHost(cluster, streams),
+		NewCmdUpgradeRun(cluster, streams),
 		NewCmdUpgradeFail(cluster, streams),
 		NewCmdUpgradeAudit(cluster, streams),
 		NewCmdUpgradeDelete(cluster, streams),
+		NewCmdUpgradePlan(cluster, streams),
 	}
 }
 
-const stateDiagram = `States, in order (each step may also go to upgrade-aborting):
+// stateDiagram is the default plan, drawn for help texts.
+func stateDiagram() string {
+	p, err := upgrade.Builtin(upgrade.DefaultPlan)
+	if err != nil {
+		return ""
+	}
+	return "The default plan, " + p.Name + " ('kubectl kubeadmcfg upgrade-plan show NAME' prints the others):\n\n" +
+		indent(p.Diagram(), "  ") + "\nA step starts from the end of the step before it (past an optional step, also\n" +
+		"from where the plan stood before it) or from its own -failed state (a retry)."
+}
 
-  upgrade-started
-    -> downloading-images      -> downloaded-images       (or downloading-images-failed)
-    -> upgrading-networking    -> upgraded-networking     (or upgrading-networking-failed)
-    -> upgrading-storage       -> upgraded-storage        (or upgrading-storage-failed)
-    -> upgrading-first-master  -> upgraded-first-master   (or upgrading-first-master-failed)
-    -> upgrading-second-master -> upgraded-second-master  (or upgrading-second-master-failed)
-    -> upgrading-kubelets      -> upgrade-complete        (or upgrading-kubelets-failed)
-  upgrade-aborting -> upgrade-aborted                     (or upgrade-aborting-failed)
-
-A step starts from its predecessor or from its own -failed state (a retry).`
+func indent(text, prefix string) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
 
 // UpgradeDeleteOptions deletes the upgrade state.
 type UpgradeDeleteOptions struct {
@@ -171,6 +196,8 @@ func NewCmdUpgradeDelete(cluster *ClusterFlags, streams genericiooptions.IOStrea
 // Complete builds the pipeline.
 func (o *UpgradeDeleteOptions) Complete(*cobra.Command, []string) error { return o.complete() }
 
+func (o *UpgradeDeleteOptions) budget() time.Duration { return o.Retry.Timeout }
+
 // Validate checks the flags.
 func (o *UpgradeDeleteOptions) Validate() error { return o.validate() }
 
@@ -182,10 +209,11 @@ func (o *UpgradeDeleteOptions) Run(ctx context.Context) error {
 		if err != nil && !o.Force {
 			return err
 		}
-		if ok && rec != nil {
-			state = rec.State
+		if !ok || rec == nil {
+			return nil
 		}
-		if !o.Force && ok && !upgrade.Terminal(state) {
+		state = rec.State
+		if !o.Force && ok && !rec.PlanOf().Over(state) {
 			return exitcode.Conflictf("the upgrade is in %s; delete it only when complete or aborted, or use --force", state)
 		}
 		return nil

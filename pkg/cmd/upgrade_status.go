@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -15,6 +16,14 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
+
+func joinStates(states []upgrade.State) string {
+	s := make([]string, len(states))
+	for i, st := range states {
+		s[i] = string(st)
+	}
+	return strings.Join(s, ", ")
+}
 
 // UpgradeStatusOptions shows the upgrade state.
 type UpgradeStatusOptions struct {
@@ -29,8 +38,11 @@ func NewCmdUpgradeStatus(cluster *ClusterFlags, streams genericiooptions.IOStrea
 		Use:   "upgrade-status",
 		Short: "Show the upgrade state",
 		Long: `Show the upgrade state: the state, the versions, how long it has been in
-the state, the reason, and each host's status. With -o json the record is
-printed as stored. --watch follows changes with a watch on the ConfigMap.
+the state, the reason, the plan it follows, where in the plan it is and what
+may come next, the steps being run by upgrade-run, and each host's status.
+With -o json the record is printed as stored, with the plan's name, the
+step's position and the next states. --watch follows changes with a watch on
+the ConfigMap. --timeout bounds the first read (not the watch after it).
 Exit 5 when no upgrade is recorded.`,
 		Example: "  # Show the state as JSON\n  kubectl kubeadmcfg upgrade-status -o json\n\n  # Follow changes\n  kubectl kubeadmcfg upgrade-status --watch",
 		Args:    cobra.NoArgs,
@@ -39,6 +51,7 @@ Exit 5 when no upgrade is recorded.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After printing the state, print it again on every change")
+	cmd.Flags().DurationVar(&o.Retry.Timeout, "timeout", o.Retry.Timeout, "Give up if the state has not been read within this time")
 	o.AddFlags(cmd, false)
 	return cmd
 }
@@ -51,7 +64,7 @@ func (o *UpgradeStatusOptions) Validate() error { return o.validate() }
 
 // Run prints the state, and with --watch every change after it.
 func (o *UpgradeStatusOptions) Run(ctx context.Context) error {
-	cm, err := o.engine.Get(ctx)
+	cm, err := o.engine.Get(ctx) // bounded by --timeout
 	if err != nil {
 		return o.explain(err)
 	}
@@ -76,9 +89,9 @@ func (o *UpgradeStatusOptions) printStatus(cm *corev1.ConfigMap) error {
 		return o.explain(upgrade.ErrNoUpgrade)
 	}
 	if !o.Print.Human() {
-		return o.Print.Print(o.Out, rec)
+		return o.Print.Print(o.Out, rec.Status())
 	}
-	now := time.Now()
+	now := o.now()
 	age := func(stamp string) string {
 		t, err := time.Parse(time.RFC3339, stamp)
 		if err != nil {
@@ -89,6 +102,22 @@ func (o *UpgradeStatusOptions) printStatus(cm *corev1.ConfigMap) error {
 	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "STATE\tFROM\tTO\tAGE\tREASON")
 	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", rec.State, orDash(rec.FromVersion), orDash(rec.ToVersion), age(rec.UpdatedAt), orDash(rec.Reason))
+	st := rec.Status()
+	step := "-"
+	switch {
+	case st.Step > st.Steps:
+		step = "done"
+	case st.Step > 0:
+		step = fmt.Sprintf("%d/%d", st.Step, st.Steps)
+	}
+	fmt.Fprintln(w, "\nPLAN\tSTEP\tNEXT")
+	fmt.Fprintf(w, "%s\t%s\t%s\n", st.PlanName, step, orDash(joinStates(st.Next)))
+	if len(rec.Runners) > 0 {
+		fmt.Fprintln(w, "\nRUNNING\tHOST\tBY\tSINCE\tHEARTBEAT\tCOMMAND")
+		for _, r := range rec.Runners {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.State, orDash(r.Host), r.ID, age(r.StartedAt), orDash(r.Lease), r.Command)
+		}
+	}
 	if len(rec.Hosts) > 0 {
 		fmt.Fprintln(w, "\nHOST\tSTATUS\tAGE")
 		nodes := make([]string, 0, len(rec.Hosts))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -16,7 +17,7 @@ import (
 const validateExample = `  # Validate the live ClusterConfiguration
   kubectl kubeadmcfg validate
 
-  # Validate the ClusterConfiguration of a kubeadm config file
+  # Validate every document of a kubeadm config file, as 'kubeadm config validate' does
   kubectl kubeadmcfg validate -f kubeadm.yaml
 
   # Validate with the rules of the kubeadm release that manages the cluster
@@ -24,6 +25,7 @@ const validateExample = `  # Validate the live ClusterConfiguration
 
 // ValidateOptions validates the live document or a file.
 type ValidateOptions struct {
+	Timeout        time.Duration
 	Cluster        *ClusterFlags
 	Print          *PrintFlags
 	Filename       string
@@ -43,8 +45,7 @@ type ValidateResult struct {
 
 // NewValidateOptions returns options with defaults.
 func NewValidateOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *ValidateOptions {
-	return &ValidateOptions{Cluster: cluster, Print: NewPrintFlags(), Key: engine.DefaultKey,
-		KubeadmVersion: clusterconfig.DefaultKubeadmVersion, IOStreams: streams}
+	return &ValidateOptions{Cluster: cluster, Print: NewPrintFlags(), Key: engine.DefaultKey, Timeout: engine.DefaultTimeout, IOStreams: streams}
 }
 
 // NewCmdValidate builds the validate command.
@@ -52,14 +53,24 @@ func NewCmdValidate(cluster *ClusterFlags, streams genericiooptions.IOStreams) *
 	o := NewValidateOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:   "validate [-f FILE]",
-		Short: "Check a ClusterConfiguration the way kubeadm does",
-		Long: `Check the live ClusterConfiguration, or the one in a kubeadm config file, the
-way kubeadm does: strict decoding against the schema of its apiVersion
-(unknown fields, duplicate keys, wrong types) and kubeadm's semantic checks.
-Every problem is listed with its field path. Exit 0 when valid, 3 when not.
+		Short: "Check a ClusterConfiguration, or a whole kubeadm config file, the way kubeadm does",
+		Long: `Check the live ClusterConfiguration, or a whole kubeadm config file, the way
+'kubeadm config validate' does: strict decoding against the schema of each
+document's apiVersion (unknown fields, duplicate keys, wrong types) and
+kubeadm's checks. Every problem is listed with its field path. Exit 0 when
+valid, 3 when not.
 
-A file may hold several documents; only its ClusterConfiguration is checked,
-and the others are listed as not checked. A file without one is invalid.`,
+In a file every document is checked: InitConfiguration, ClusterConfiguration,
+JoinConfiguration, ResetConfiguration and UpgradeConfiguration fully;
+KubeletConfiguration and KubeProxyConfiguration by strict decoding. Problems
+of documents other than the ClusterConfiguration name their document and
+line. An empty or comment-only document between "---" lines makes the file
+invalid, as it does for kubeadm.
+
+The rules are those of one kubeadm release (--kubeadm-version): its feature
+gates, the apiVersions it reads and the oldest control plane it deploys.
+By default it is the newest release that reads the file's apiVersions:
+kubeadm 1.37 for v1beta4 and v1, kubeadm 1.36 for v1beta3.`,
 		Example: validateExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -74,7 +85,8 @@ and the others are listed as not checked. A file without one is invalid.`,
 func (o *ValidateOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.Filename, "filename", "f", o.Filename, `A kubeadm config file to validate instead of the live document ("-" reads stdin)`)
 	cmd.Flags().StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
-	cmd.Flags().StringVar(&o.KubeadmVersion, "kubeadm-version", o.KubeadmVersion, "Release of kubeadm whose rules to apply")
+	cmd.Flags().StringVar(&o.KubeadmVersion, "kubeadm-version", o.KubeadmVersion, "Release of kubeadm whose rules to apply: 1.35, 1.36 or 1.37 (default: the newest that reads the apiVersion, 1.36 for v1beta3)")
+	addTimeoutFlag(cmd, &o.Timeout)
 	o.Print.AddFlags(cmd)
 }
 
@@ -90,7 +102,7 @@ func (o *ValidateOptions) Complete(_ *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	o.engine = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{})
+	o.engine = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{Timeout: o.Timeout})
 	return nil
 }
 
@@ -102,8 +114,10 @@ func (o *ValidateOptions) Validate() error {
 	if strings.TrimSpace(o.Key) == "" {
 		return exitcode.Usagef("--key must not be empty")
 	}
-	return nil
+	return validateTimeout(o.Timeout)
 }
+
+func (o *ValidateOptions) budget() time.Duration { return o.Timeout }
 
 // Run validates and prints every problem.
 func (o *ValidateOptions) Run(ctx context.Context) error {
@@ -123,7 +137,7 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 		}
 		t := o.engine.Target()
 		out.Source = fmt.Sprintf("%s/%s key %s", t.Namespace, t.Name, t.Key)
-		out.FileReport = clusterconfig.FileReport{Report: *clusterconfig.Validate([]byte(doc), opts), NotChecked: []clusterconfig.FileDocument{}}
+		out.FileReport = clusterconfig.FileReport{Report: *clusterconfig.Validate([]byte(doc), opts), Documents: []clusterconfig.DocumentReport{}}
 	}
 	out.Valid = out.Report.Valid()
 
@@ -133,18 +147,45 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 		}
 	} else {
 		printWarnings(o.ErrOut, out.Warnings)
-		for _, d := range out.NotChecked {
-			fmt.Fprintf(o.Out, "not checked: document %d, %s (%s)\n", d.Index, d.Kind, d.APIVersion)
-		}
 		for _, problem := range out.Errors {
 			fmt.Fprintln(o.Out, problem)
 		}
 		if out.Valid {
-			fmt.Fprintf(o.Out, "%s: ClusterConfiguration (%s) is valid\n", out.Source, out.APIVersion)
+			fmt.Fprintf(o.Out, "%s: %s is valid%s\n", out.Source, describeValidated(&out.FileReport), forRelease(out.KubeadmRelease))
 		}
 	}
 	if !out.Valid {
-		return exitcode.Invalidf("%s: the ClusterConfiguration is invalid (%d problems)", out.Source, len(out.Errors))
+		return exitcode.Invalidf("%s: %s is invalid%s (%d problems)", out.Source, describeValidated(&out.FileReport), forRelease(out.KubeadmRelease), len(out.Errors))
 	}
 	return nil
+}
+
+// describeValidated names what was validated: the ClusterConfiguration, or a file's
+// documents, those only decoded marked so.
+func describeValidated(r *clusterconfig.FileReport) string {
+	if len(r.Documents) == 0 {
+		if r.APIVersion == "" {
+			return "the ClusterConfiguration"
+		}
+		return fmt.Sprintf("ClusterConfiguration (%s)", r.APIVersion)
+	}
+	kinds := make([]string, 0, len(r.Documents))
+	for _, d := range r.Documents {
+		k := d.Kind
+		if k == "" {
+			k = "no kind"
+		}
+		if d.Checked == "decoding" {
+			k += " (decoded only)"
+		}
+		kinds = append(kinds, k)
+	}
+	return fmt.Sprintf("the file (%s)", strings.Join(kinds, ", "))
+}
+
+func forRelease(release string) string {
+	if release == "" {
+		return ""
+	}
+	return " for kubeadm " + release
 }

@@ -110,11 +110,35 @@ func TestPatchCompleteParsesEditsOnce(t *testing.T) {
 	}
 }
 
+func TestEditValidate(t *testing.T) {
+	edit := func(mutate func(o *EditOptions)) *EditOptions {
+		o := NewEditOptions(NewClusterFlags(), streams)
+		o.Editor = Editor{Args: []string{"vi"}}
+		mutate(o)
+		return o
+	}
+	checkValidate(t, []validateCase{
+		{"valid", edit(func(*EditOptions) {}), ""},
+		{"no editor", edit(func(o *EditOptions) { o.Editor = Editor{} }), "no editor to run: set KUBE_EDITOR or EDITOR"},
+		{"validate", edit(func(o *EditOptions) { o.Write.Validate = "lax" }),
+			`--validate must be one of strict, warn, ignore, not "lax"`},
+		{"dry-run", edit(func(o *EditOptions) { o.Write.DryRun = "maybe" }),
+			`--dry-run must be one of none, client, server, not "maybe"`},
+		{"timeout", edit(func(o *EditOptions) { o.Write.Timeout = 0 }), "--timeout must be positive, not 0s"},
+		{"if-leader", edit(func(o *EditOptions) { o.Write.IfLeader = "kube-system" }),
+			`--if-leader must be NAMESPACE/NAME, not "kube-system"`},
+		{"keep", edit(func(o *EditOptions) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
+	})
+}
+
 func TestGetValidate(t *testing.T) {
 	o := NewGetOptions(NewClusterFlags(), streams)
 	bad := NewGetOptions(NewClusterFlags(), streams)
 	bad.Key = ""
-	checkValidate(t, []validateCase{{"valid", o, ""}, {"key", bad, "--key must not be empty"}})
+	noTime := NewGetOptions(NewClusterFlags(), streams)
+	noTime.Timeout = 0
+	checkValidate(t, []validateCase{{"valid", o, ""}, {"key", bad, "--key must not be empty"},
+		{"timeout", noTime, "--timeout must be positive, not 0s"}})
 }
 
 func TestValidateValidate(t *testing.T) {
@@ -127,6 +151,7 @@ func TestValidateValidate(t *testing.T) {
 		{"valid", v(func(*ValidateOptions) {}), ""},
 		{"kubeadm-version", v(func(o *ValidateOptions) { o.KubeadmVersion = "v2.0.0" }), `--kubeadm-version: want a kubeadm 1.x release, not "v2.0.0"`},
 		{"key", v(func(o *ValidateOptions) { o.Key = "" }), "--key must not be empty"},
+		{"timeout", v(func(o *ValidateOptions) { o.Timeout = -time.Second }), "--timeout must be positive, not -1s"},
 	})
 }
 
@@ -149,6 +174,7 @@ func TestBackupValidate(t *testing.T) {
 		{"backup valid", b(func(*BackupOptions) {}), ""},
 		{"backup keep", b(func(o *BackupOptions) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
 		{"backup key", b(func(o *BackupOptions) { o.Key = "" }), "--key must not be empty"},
+		{"backup timeout", b(func(o *BackupOptions) { o.Timeout = 0 }), "--timeout must be positive, not 0s"},
 		{"list", NewBackupListOptions(streams), ""},
 		{"verify all", verify(true), ""},
 		{"verify names", verify(false, "a"), ""},
@@ -188,8 +214,8 @@ func TestRestoreValidate(t *testing.T) {
 
 func TestUpgradeValidate(t *testing.T) {
 	flags := func() *UpgradeFlags { return NewUpgradeFlags(NewClusterFlags(), streams) }
-	start := func(to, from string) *UpgradeStartOptions {
-		return &UpgradeStartOptions{UpgradeFlags: flags(), To: to, From: from}
+	start := func(to, from string, nodes ...string) *UpgradeStartOptions {
+		return &UpgradeStartOptions{UpgradeFlags: flags(), To: to, From: from, ControlPlaneNodes: nodes}
 	}
 	set := func(state, expect string) *UpgradeSetOptions {
 		return &UpgradeSetOptions{UpgradeFlags: flags(), State: state, Expect: expect}
@@ -197,31 +223,58 @@ func TestUpgradeValidate(t *testing.T) {
 	host := func(node, status, expect string) *UpgradeHostOptions {
 		return &UpgradeHostOptions{UpgradeFlags: flags(), Node: node, Status: status, Expect: expect}
 	}
-	audit := func(stuck, interval time.Duration) *UpgradeAuditOptions {
-		return &UpgradeAuditOptions{UpgradeFlags: flags(), StuckAfter: stuck, Interval: interval}
+	audit := func(stuck, stale, interval time.Duration) *UpgradeAuditOptions {
+		return &UpgradeAuditOptions{UpgradeFlags: flags(), StuckAfter: stuck, StaleAfter: stale, Interval: interval}
+	}
+	runOpts := func(mutate func(o *UpgradeRunOptions)) *UpgradeRunOptions {
+		o := &UpgradeRunOptions{UpgradeFlags: flags(), Step: "upgrading-second-master", Command: []string{"kubeadm", "upgrade", "node"},
+			HeartbeatInterval: 5 * time.Second}
+		mutate(o)
+		return o
+	}
+	show := func(current bool, nodes ...string) *UpgradePlanShowOptions {
+		return &UpgradePlanShowOptions{UpgradeFlags: flags(), Current: current, ControlPlaneNodes: nodes}
 	}
 	noState := &UpgradeStatusOptions{UpgradeFlags: flags()}
 	noState.StateConfigMap = ""
+	statusTimeout := &UpgradeStatusOptions{UpgradeFlags: flags()}
+	statusTimeout.Retry.Timeout = 0
 	badTimeout := &UpgradeFailOptions{UpgradeFlags: flags()}
 	badTimeout.Retry.Timeout = -time.Second
 	checkValidate(t, []validateCase{
 		{"status", &UpgradeStatusOptions{UpgradeFlags: flags()}, ""},
 		{"status state-configmap", noState, "--state-configmap must not be empty"},
+		{"status timeout", statusTimeout, "--timeout must be positive, not 0s"},
 		{"start", start("v1.37.3", ""), ""},
 		{"start to", start("1.37", ""), `--to must be a Kubernetes version such as v1.37.2, not "1.37"`},
 		{"start from", start("v1.37.3", "x"), `--from must be a Kubernetes version such as v1.37.2, not "x"`},
+		{"start nodes", start("v1.37.3", "", "cp-0", "CP_1"), `--control-plane-nodes: "CP_1" is not a node name (lowercase letters, digits, '-' and '.')`},
 		{"set", set("upgrading-kubelets", "upgraded-second-master"), ""},
-		{"set unknown", set("flying", ""), `unknown state "flying" (see 'kubectl kubeadmcfg upgrade-set --help')`},
-		{"set unknown expect", set("upgrading-kubelets", "x"), `unknown --expect state "x"`},
+		{"set a custom plan's state", set("rolling-back", ""), ""},
+		{"set misspelt", set("Flying High", ""), `STATE: "Flying High" is not a state name (lowercase letters, digits, '-' and '.') (see 'kubectl kubeadmcfg upgrade-set --help')`},
+		{"set misspelt expect", set("upgrading-kubelets", "X"), `--expect: "X" is not a state name (lowercase letters, digits, '-' and '.')`},
 		{"host", host("controller-1", "upgrading-kubelet", ""), ""},
-		{"host unknown", host("controller-1", "dancing", ""), `unknown host status "dancing" (see 'kubectl kubeadmcfg upgrade-host --help')`},
-		{"host unknown expect", host("controller-1", "none", "x"), `unknown --expect status "x"`},
+		{"host misspelt", host("controller-1", "Dancing!", ""), `STATUS: "Dancing!" is not a state name (lowercase letters, digits, '-' and '.') (see 'kubectl kubeadmcfg upgrade-host --help')`},
+		{"host misspelt expect", host("controller-1", "none", "X"), `--expect: "X" is not a state name (lowercase letters, digits, '-' and '.')`},
 		{"host empty node", host("", "none", ""), "NODE must not be empty"},
+		{"host bad node", host("Controller_1", "none", ""), `NODE: "Controller_1" is not a node name (lowercase letters, digits, '-' and '.')`},
 		{"fail timeout", badTimeout, "--timeout must be positive, not -1s"},
-		{"audit", audit(time.Minute, 0), ""},
-		{"audit stuck-after", audit(0, 0), "--stuck-after must be positive, not 0s"},
-		{"audit interval", audit(time.Minute, -time.Second), "--interval must not be negative, not -1s"},
+		{"audit", audit(time.Minute, time.Minute, 0), ""},
+		{"audit stuck-after", audit(0, time.Minute, 0), "--stuck-after must be positive, not 0s"},
+		{"audit stale-after", audit(time.Minute, -time.Second, 0), "--stale-after must be positive, not -1s"},
+		{"audit interval", audit(time.Minute, time.Minute, -time.Second), "--interval must not be negative, not -1s"},
 		{"delete", &UpgradeDeleteOptions{UpgradeFlags: flags()}, ""},
+		{"run", runOpts(func(*UpgradeRunOptions) {}), ""},
+		{"run step", runOpts(func(o *UpgradeRunOptions) { o.Step = "" }), `STEP: "" is not a state name (lowercase letters, digits, '-' and '.')`},
+		{"run expect", runOpts(func(o *UpgradeRunOptions) { o.Expect = "Done" }), `--expect: "Done" is not a state name (lowercase letters, digits, '-' and '.')`},
+		{"run host", runOpts(func(o *UpgradeRunOptions) { o.Host = "a b" }), `--host: "a b" is not a node name (lowercase letters, digits, '-' and '.')`},
+		{"run empty command", runOpts(func(o *UpgradeRunOptions) { o.Command = []string{""} }), "COMMAND must not be empty"},
+		{"run run-timeout", runOpts(func(o *UpgradeRunOptions) { o.RunTimeout = -time.Second }), "--run-timeout must not be negative, not -1s"},
+		{"run heartbeat", runOpts(func(o *UpgradeRunOptions) { o.HeartbeatInterval = time.Millisecond }), "--heartbeat-interval must be at least 1s, not 1ms"},
+		{"run timeout", runOpts(func(o *UpgradeRunOptions) { o.Retry.Timeout = 0 }), "--timeout must be positive, not 0s"},
+		{"plan show", show(false), ""},
+		{"plan show nodes", show(false, "a", "-b"), `--control-plane-nodes: "-b" is not a node name (lowercase letters, digits, '-' and '.')`},
+		{"plan show current with nodes", show(true, "a"), "--control-plane-nodes expands a plan that is not yet an upgrade's, not --current"},
 	})
 }
 

@@ -31,7 +31,7 @@ func NewRetryFlags() *RetryFlags {
 // command.
 func (f *RetryFlags) AddFlags(cmd *cobra.Command, identityHelp string) {
 	fs := cmd.Flags()
-	fs.DurationVar(&f.Timeout, "timeout", f.Timeout, "Give up (exit 4) if the write has not succeeded within this time, retries on conflict included")
+	fs.DurationVar(&f.Timeout, "timeout", f.Timeout, "Give up (exit 4) if the command has not finished within this time, every read, retry on conflict and leader check included")
 	fs.BoolVar(&f.Queue, "queue", f.Queue, "After a conflict, wait for a turn in a fair queue of writers (coordination.k8s.io Leases) instead of retrying blindly")
 	fs.DurationVar(&f.QueueTTL, "queue-ttl", f.QueueTTL, "How long a queued writer's Lease may go unrenewed before the others take the writer for dead")
 	fs.StringVar(&f.Identity, "identity", f.Identity, identityHelp)
@@ -46,8 +46,8 @@ func (f *RetryFlags) Complete() {
 
 // Validate checks the values.
 func (f *RetryFlags) Validate() error {
-	if f.Timeout <= 0 {
-		return exitcode.Usagef("--timeout must be positive, not %s", f.Timeout)
+	if err := validateTimeout(f.Timeout); err != nil {
+		return err
 	}
 	if f.QueueTTL < time.Second {
 		return exitcode.Usagef("--queue-ttl must be at least 1s, not %s", f.QueueTTL)
@@ -59,7 +59,7 @@ func (f *RetryFlags) Validate() error {
 func (f *RetryFlags) EngineOptions() engine.Options {
 	opts := engine.Options{Timeout: f.Timeout, FieldManager: managed.By}
 	if f.Queue {
-		opts.Queue = &engine.QueueOptions{TTL: f.QueueTTL}
+		opts.Queue = &engine.QueueOptions{TTL: f.QueueTTL, Clock: localClock{}}
 	}
 	return opts
 }
@@ -79,12 +79,11 @@ type WriteFlags struct {
 // NewWriteFlags returns the defaults.
 func NewWriteFlags() *WriteFlags {
 	return &WriteFlags{
-		RetryFlags:     NewRetryFlags(),
-		DryRun:         string(engine.DryRunNone),
-		FieldManager:   managed.By,
-		Validate:       string(engine.ValidationStrict),
-		KubeadmVersion: clusterconfig.DefaultKubeadmVersion,
-		Key:            engine.DefaultKey,
+		RetryFlags:   NewRetryFlags(),
+		DryRun:       string(engine.DryRunNone),
+		FieldManager: managed.By,
+		Validate:     string(engine.ValidationStrict),
+		Key:          engine.DefaultKey,
 	}
 }
 
@@ -96,7 +95,7 @@ func (f *WriteFlags) AddFlags(cmd *cobra.Command) {
 	fs.BoolVar(&f.Diff, "diff", f.Diff, "Print a unified diff of the ClusterConfiguration")
 	fs.StringVar(&f.FieldManager, "field-manager", f.FieldManager, "Name of the manager recorded for this write")
 	fs.StringVar(&f.Validate, "validate", f.Validate, `One of strict, warn, ignore. "strict" refuses to write a document kubeadm would reject; "warn" writes it and prints the problems`)
-	fs.StringVar(&f.KubeadmVersion, "kubeadm-version", f.KubeadmVersion, "Release of kubeadm whose rules validation applies (it refuses a kubernetesVersion more than one minor below itself)")
+	fs.StringVar(&f.KubeadmVersion, "kubeadm-version", f.KubeadmVersion, "Release of kubeadm whose rules validation applies: 1.35, 1.36 or 1.37 (default: the newest that reads the apiVersion, 1.36 for v1beta3); kubeadm refuses a kubernetesVersion more than one minor below itself")
 	fs.StringVar(&f.IfLeader, "if-leader", f.IfLeader, "Write only if --identity holds this coordination.k8s.io Lease (NAMESPACE/NAME); otherwise exit 0 as skipped")
 	fs.StringVar(&f.Key, "key", f.Key, "ConfigMap key that holds the ClusterConfiguration")
 	f.RetryFlags.AddFlags(cmd, "Identity matched against the --if-leader Lease's holder, exactly or as IDENTITY_<suffix> (default: the hostname)")
@@ -165,3 +164,5 @@ func (f *WriteFlags) ToEngine(c *Clients, cluster *ClusterFlags, backup engine.B
 	}
 	return engine.New(c.Client, cluster.Target(f.Key), opts)
 }
+
+func (f *RetryFlags) budget() time.Duration { return f.Timeout }

@@ -47,7 +47,9 @@ func (e *Engine) UpdateDocument(ctx context.Context, edits ...clusterconfig.Edit
 		}
 		return true, e.store(cm, data, edited.Validate, out)
 	}, e.backup(out, func() *clusterconfig.Document { return old }))
-	out.setResult(res)
+	backedUp := out.Backup // where the backup hook wrote, recorded on out
+	out.Result = *res
+	out.Backup = backedUp
 	return out, err
 }
 
@@ -76,18 +78,10 @@ func (e *Engine) ReplaceDocument(ctx context.Context, data []byte, check func(cm
 		doc, _ := clusterconfig.Parse([]byte(raw)) // a live document that does not parse is what a restore is for
 		return doc
 	}))
-	out.setResult(res)
-	return out, err
-}
-
-// setResult records the write's result, keeping the path of the backup the
-// hook took (the write's own result does not know it).
-func (out *DocumentResult) setResult(res *Result) {
-	backup := out.Backup
+	backedUp := out.Backup // where the backup hook wrote, recorded on out
 	out.Result = *res
-	if out.Backup == "" {
-		out.Backup = backup
-	}
+	out.Backup = backedUp
+	return out, err
 }
 
 // backup returns the hook that backs up the document a write replaces and

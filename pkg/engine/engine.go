@@ -18,10 +18,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/clock"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -101,6 +103,9 @@ type QueueOptions struct {
 	TTL time.Duration
 	// Identity names this writer in its Lease (host/pid by default).
 	Identity string
+	// Clock stamps the times the writer writes in its Lease (the real
+	// clock when nil); it decides nothing.
+	Clock clock.PassiveClock
 }
 
 // Leader names the Lease whose holder alone may write.
@@ -153,7 +158,7 @@ func New(client kubernetes.Interface, target Target, opts Options) *Engine {
 			identity = fmt.Sprintf("%s/%d", Hostname(), os.Getpid())
 		}
 		e.coordinator = &queue.Queue{Client: client.CoordinationV1(), Namespace: target.Namespace,
-			Name: target.Name, Identity: identity, TTL: opts.Queue.TTL}
+			Name: target.Name, Identity: identity, TTL: opts.Queue.TTL, Clock: opts.Queue.Clock}
 	}
 	return e
 }
@@ -170,13 +175,24 @@ func Hostname() string {
 	return host
 }
 
-// Get reads the ConfigMap.
+// Get reads the ConfigMap. Throttling, server errors and broken connections
+// are retried until Options.Timeout, like a write's; a refused connection
+// is not: as with kubectl get, a server that is down is reported at once.
 func (e *Engine) Get(ctx context.Context) (*corev1.ConfigMap, error) {
-	cm, err := e.client.CoreV1().ConfigMaps(e.target.Namespace).Get(ctx, e.target.Name, metav1.GetOptions{})
-	if err != nil {
-		return nil, APIError(err, "get", e.target.String())
-	}
-	return cm, nil
+	c := &call{e: e, res: &Result{}, reading: true}
+	ctx, cancel := context.WithTimeout(c.trace(ctx), e.opts.Timeout)
+	defer cancel()
+	var cm *corev1.ConfigMap
+	err := c.retry(ctx, func(ctx context.Context) (bool, error) {
+		var err error
+		cm, err = e.client.CoreV1().ConfigMaps(e.target.Namespace).Get(ctx, e.target.Name, metav1.GetOptions{})
+		if c.answered(err) != nil {
+			done := !IsRetryable(err) || utilnet.IsConnectionRefused(err)
+			return done && ctx.Err() == nil, APIError(err, "get", e.target.String())
+		}
+		return true, nil
+	})
+	return cm, err
 }
 
 // Document reads the document stored under Target.Key.

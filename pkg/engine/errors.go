@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,12 +32,17 @@ func APIError(err error, verb, object string) error {
 	if errors.As(err, &typed) {
 		return err
 	}
+	code := 0
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code = int(status.Status().Code)
+	}
 	switch {
-	case apierrors.IsNotFound(err):
-		return exitcode.NotFoundf("%s not found (check -n, the name, and that this is a kubeadm cluster)", object)
-	case apierrors.IsForbidden(err):
+	case apierrors.IsNotFound(err) || code == http.StatusNotFound:
+		return exitcode.NotFoundf("%s not found (check the namespace, the name, and that this is a kubeadm cluster)", object)
+	case apierrors.IsForbidden(err) || code == http.StatusForbidden:
 		return exitcode.New(exitcode.Forbidden, fmt.Errorf("%w (grant %s on it; hack/rbac.yaml has the minimal roles)", err, verb))
-	case apierrors.IsUnauthorized(err):
+	case apierrors.IsUnauthorized(err) || code == http.StatusUnauthorized:
 		return exitcode.New(exitcode.Forbidden, fmt.Errorf("%w: %w", ErrUnauthorized, err))
 	case apierrors.IsConflict(err):
 		return exitcode.New(exitcode.Conflict, err)
@@ -50,20 +56,17 @@ func APIError(err error, verb, object string) error {
 
 // IsRetryable reports whether an API call that failed with err may succeed
 // when repeated: a write conflict, throttling, a server error or a broken
-// connection. Forbidden, not found and invalid never are.
+// connection. Forbidden, not found and invalid never are. An answer is judged
+// by its HTTP status code, so a proxy's HTML error page (which has no
+// Kubernetes Status body) is judged like the API server's own answer.
 func IsRetryable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if apierrors.IsConflict(err) || apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) ||
-		apierrors.IsTimeout(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
-		apierrors.IsUnexpectedServerError(err) {
-		return true
-	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		code := status.Status().Code
-		return code >= 500 || code == 429
+		return code == http.StatusConflict || code == http.StatusTooManyRequests || code >= 500
 	}
 	if utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF) {

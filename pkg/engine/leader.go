@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // checkLeader runs the leader guard: it returns a non-empty reason when this
@@ -13,6 +17,13 @@ import (
 // in the "<identity>_<suffix>" form that kube-controller-manager and
 // kube-scheduler write. This is how "only the active controller writes" is
 // said without a platform-specific check.
+//
+// An expired Lease has no holder. Expiry is decided the way client-go's
+// leader election decides it, by observation here: a Lease whose renewTime
+// plus duration has passed by this host's clock is watched for one lease
+// duration, and counts as expired only if it did not change meanwhile. So a
+// holder that is alive on a host whose clock is behind is never taken for
+// dead; the renewTime only decides whether to look closer.
 func (e *Engine) checkLeader(ctx context.Context) (string, error) {
 	l := e.opts.Leader
 	if l == nil {
@@ -22,6 +33,12 @@ func (e *Engine) checkLeader(ctx context.Context) (string, error) {
 	lease, err := e.client.CoordinationV1().Leases(l.Namespace).Get(ctx, l.Name, metav1.GetOptions{})
 	if err != nil {
 		return "", APIError(err, "get", name)
+	}
+	if lease, err = e.liveLease(ctx, lease, name); err != nil {
+		return "", err
+	}
+	if lease == nil {
+		return fmt.Sprintf("%s has expired: no one holds it", name), nil
 	}
 	holder := ""
 	if lease.Spec.HolderIdentity != nil {
@@ -34,4 +51,47 @@ func (e *Engine) checkLeader(ctx context.Context) (string, error) {
 		holder = "none"
 	}
 	return fmt.Sprintf("not the holder of %s (holder: %s)", name, holder), nil
+}
+
+// liveLease returns the Lease as its holder keeps it, or nil when it has
+// expired: not renewed during one lease duration of watching.
+func (e *Engine) liveLease(ctx context.Context, lease *coordinationv1.Lease, name string) (*coordinationv1.Lease, error) {
+	spec := lease.Spec
+	if spec.RenewTime == nil || spec.LeaseDurationSeconds == nil {
+		return lease, nil // not a lease that expires
+	}
+	duration := time.Duration(*spec.LeaseDurationSeconds) * time.Second
+	if time.Now().Before(spec.RenewTime.Add(duration)) {
+		return lease, nil
+	}
+	w, err := e.client.CoordinationV1().Leases(lease.Namespace).Watch(ctx, metav1.ListOptions{
+		FieldSelector:   fields.OneTermEqualSelector("metadata.name", lease.Name).String(),
+		ResourceVersion: lease.ResourceVersion,
+	})
+	if err != nil {
+		return nil, APIError(err, "watch", name)
+	}
+	defer w.Stop()
+	timer := time.NewTimer(duration)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, APIError(ctx.Err(), "watch", name)
+		case <-timer.C:
+			return nil, nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return nil, APIError(fmt.Errorf("the watch ended"), "watch", name)
+			}
+			if renewed, ok := ev.Object.(*coordinationv1.Lease); ok && renewed.Name == lease.Name {
+				switch ev.Type {
+				case watch.Modified:
+					return renewed, nil
+				case watch.Deleted:
+					return nil, nil
+				}
+			}
+		}
+	}
 }

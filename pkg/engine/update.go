@@ -3,16 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
 // Mutate edits cm, a fresh copy of the live ConfigMap (or an empty one when
@@ -40,17 +34,10 @@ type Result struct {
 	QueueError error
 	// Backup is where the replaced document was backed up, if it was.
 	Backup string
+	// Recovered is true when the answer to the write was lost and the
+	// engine found out that it had landed.
+	Recovered bool
 }
-
-// ErrGaveUp marks a write that ran out of its time budget.
-var ErrGaveUp = errors.New("gave up")
-
-// errQueueBusy makes a first attempt give way to writers already queued. It
-// is not a conflict: nothing was sent, and Result.Conflicts stays honest.
-var errQueueBusy = errors.New("writers are queued")
-
-// backoff is the jittered exponential delay between attempts.
-var backoff = wait.Backoff{Duration: 5 * time.Millisecond, Factor: 2, Jitter: 1, Steps: 8, Cap: 200 * time.Millisecond}
 
 // beforeWrite runs with the exact copy a write is about to replace.
 type beforeWrite func(ctx context.Context, current *corev1.ConfigMap) error
@@ -61,162 +48,109 @@ type beforeWrite func(ctx context.Context, current *corev1.ConfigMap) error
 // are retried too, until Options.Timeout. Forbidden, not found and invalid
 // are returned at once. With a Leader, a process that does not hold the
 // Lease writes nothing and reports Skipped.
+//
+// A write whose answer is lost is applied at most once: see resolve.
 func (e *Engine) Update(ctx context.Context, mutate Mutate) (*Result, error) {
 	return e.update(ctx, mutate, nil)
 }
 
 func (e *Engine) update(ctx context.Context, mutate Mutate, before beforeWrite) (*Result, error) {
-	res := &Result{DryRun: e.opts.DryRun}
-	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	c := &call{e: e, res: &Result{DryRun: e.opts.DryRun}, token: newToken()}
+	ctx, cancel := context.WithTimeout(c.trace(ctx), e.opts.Timeout)
 	defer cancel()
 	if reason, err := e.checkLeader(ctx); err != nil || reason != "" {
-		res.Skipped, res.SkipReason = reason != "", reason
-		return res, err
+		c.res.Skipped, c.res.SkipReason = reason != "", reason
+		return c.res, err
 	}
 	// While the first read is under way, ask whether writers are queued; if
 	// they are, the first attempt writes nothing and queues behind them.
 	var busy <-chan bool
-	if c := e.coordinator; c != nil {
+	if q := e.coordinator; q != nil {
 		ch := make(chan bool, 1)
-		go func() { ch <- c.Busy(ctx) }()
+		go func() { ch <- q.Busy(ctx) }()
 		busy = ch
 	}
-	var unknown *corev1.ConfigMap // a write whose outcome was lost with its connection
-	err := e.retry(ctx, res, func(ctx context.Context) (bool, error) {
+	err := c.retry(ctx, func(ctx context.Context) (bool, error) {
 		gate := busy
 		busy = nil // only the first attempt gives way
-		return e.attempt(ctx, mutate, before, res, gate, &unknown)
+		return c.attempt(ctx, mutate, before, gate)
 	})
-	return res, err
+	return c.res, err
 }
 
-// Delete removes the ConfigMap once check accepts the freshly read copy,
-// with the resourceVersion and uid it read as preconditions: a concurrent
-// change makes the delete conflict, and check runs again on the newer copy.
-func (e *Engine) Delete(ctx context.Context, check func(cm *corev1.ConfigMap) error) (*Result, error) {
-	res := &Result{DryRun: e.opts.DryRun}
-	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
-	defer cancel()
-	err := e.retry(ctx, res, func(ctx context.Context) (bool, error) {
-		cms := e.client.CoreV1().ConfigMaps(e.target.Namespace)
-		current, err := cms.Get(ctx, e.target.Name, metav1.GetOptions{})
-		if err != nil {
-			return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "get", e.target.String())
-		}
-		res.Old = current
-		if err := check(current); err != nil {
-			return true, err
-		}
-		res.Changed = true
-		if e.opts.DryRun == DryRunClient {
-			return true, nil
-		}
-		err = cms.Delete(ctx, e.target.Name, metav1.DeleteOptions{
-			DryRun:        e.serverDryRun(),
-			Preconditions: &metav1.Preconditions{UID: &current.UID, ResourceVersion: &current.ResourceVersion},
-		})
-		if err != nil {
-			return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "delete", e.target.String())
-		}
-		return true, nil
-	})
-	return res, err
-}
-
-func (e *Engine) serverDryRun() []string {
-	if e.opts.DryRun == DryRunServer {
-		return []string{metav1.DryRunAll}
+// lost reports whether a failed write may nonetheless have landed: the
+// request went out and no answer came back. A dry run never lands.
+func (e *Engine) lost(err error) bool {
+	if e.opts.DryRun != DryRunNone || apierrors.IsConflict(err) {
+		return false
 	}
-	return nil
-}
-
-// retry runs attempt until it is done, waiting between attempts: the server's
-// Retry-After when it gives one, otherwise jittered exponential backoff, and
-// on a conflict the Coordinator's turn when there is one. It gives up when
-// ctx's deadline passes.
-func (e *Engine) retry(ctx context.Context, res *Result, attempt func(context.Context) (bool, error)) error {
-	delays := backoff
-	coordinator := e.coordinator
-	var lastErr error
-	var release func()
-	defer func() {
-		if release != nil {
-			release()
-		}
-	}()
-	for {
-		res.Attempts++
-		done, err := attempt(ctx)
-		if done {
-			return err
-		}
-		lastErr = err
-		conflict := apierrors.IsConflict(err)
-		if conflict {
-			res.Conflicts++
-		}
-		if (conflict || errors.Is(err, errQueueBusy)) && coordinator != nil && release == nil {
-			// Take a turn instead of colliding again, and keep it until done.
-			var qerr error
-			if release, qerr = coordinator.Acquire(ctx); qerr == nil {
-				res.Queued = true
-				continue
-			}
-			if ctx.Err() != nil {
-				return e.stopped(ctx, res, lastErr)
-			}
-			// The queue is unusable (no rights on Leases, say): fall back to
-			// backoff alone, which is slower but still safe.
-			res.QueueError = qerr
-			coordinator = nil
-		}
-		var wait time.Duration
-		switch seconds, ok := apierrors.SuggestsClientDelay(err); {
-		case ok:
-			wait = time.Duration(seconds) * time.Second
-		case conflict && release != nil:
-			// Our turn, but a writer outside the queue got in first.
-			wait = wait2ms()
-		default:
-			wait = delays.Step() // jittered, growing to the cap
-		}
-		select {
-		case <-ctx.Done():
-			return e.stopped(ctx, res, lastErr)
-		case <-time.After(wait):
-		}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		// The server answered; only a timeout while it was still working
+		// leaves the outcome open.
+		return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || status.Status().Code >= 500
 	}
+	return true // no answer at all: the connection broke, or the deadline passed
 }
-
-func wait2ms() time.Duration { return wait.Jitter(2*time.Millisecond, 1) }
 
 // attempt makes one read-mutate-write pass. done is false when the error is
 // worth another attempt.
-func (e *Engine) attempt(ctx context.Context, mutate Mutate, before beforeWrite, res *Result, busy <-chan bool, unknown **corev1.ConfigMap) (done bool, err error) {
+func (c *call) attempt(ctx context.Context, mutate Mutate, before beforeWrite, busy <-chan bool) (done bool, err error) {
+	e, res := c.e, c.res
 	prevOld := res.Old
 	res.Changed, res.Created, res.Old, res.New = false, false, nil, nil // nothing carries over from a failed attempt
 	cms := e.client.CoreV1().ConfigMaps(e.target.Namespace)
 	current, err := cms.Get(ctx, e.target.Name, metav1.GetOptions{})
+	err = c.answered(err)
 	missing := apierrors.IsNotFound(err) && e.opts.CreateIfMissing
-	switch {
-	case missing:
+	if err != nil && !missing {
+		if c.pending != nil && apierrors.IsNotFound(err) {
+			// Gone since our lost write: only the history can tell.
+			current = nil
+		} else {
+			return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "get", e.target.String())
+		}
+	}
+	var createRV string // with missing: the collection's resourceVersion, for a lost create
+	if missing {
+		if createRV, err = c.collectionVersion(ctx); err != nil {
+			return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "list", e.target.String())
+		}
 		current = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: e.target.Name, Namespace: e.target.Namespace}}
-	case err != nil:
-		return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "get", e.target.String())
 	}
-	if sent := *unknown; sent != nil && !missing && sameContent(sent, current) {
-		// The write whose answer was lost did land: do not apply the edit a
-		// second time (an append would append twice).
-		res.Changed, res.Old, res.New = true, prevOld, current
-		return true, nil
+	if c.pending != nil {
+		if missing {
+			current = nil
+		}
+		landed, err := c.resolve(ctx, current)
+		switch {
+		case err != nil:
+			return !IsRetryable(err) && ctx.Err() == nil, err
+		case landed != nil:
+			res.Changed, res.Old, res.New, res.Recovered = true, prevOld, landed, true
+			res.Created = prevOld == nil
+			return true, nil
+		}
+		if missing {
+			current = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: e.target.Name, Namespace: e.target.Namespace}}
+		}
 	}
-	*unknown = nil
 	work := current.DeepCopy()
 	changed, err := mutate(work)
 	if err != nil || !changed {
 		res.Old, res.New = current, current
+		if c.pending != nil {
+			// The lost write may still land (the object is at its
+			// precondition) and there is nothing to send again: only an edit
+			// that does not give the same result twice gets here.
+			return true, c.unknown(c.pending.cause)
+		}
 		return true, err
 	}
+	if work.Annotations == nil {
+		work.Annotations = map[string]string{}
+	}
+	work.Annotations[WriteIDAnnotation] = c.token
 	res.Changed, res.Created = true, missing
 	if !missing {
 		res.Old = current
@@ -251,40 +185,17 @@ func (e *Engine) attempt(ctx context.Context, mutate Mutate, before beforeWrite,
 		// work carries current's resourceVersion: the compare-and-swap.
 		written, err = cms.Update(ctx, work, metav1.UpdateOptions{DryRun: e.serverDryRun(), FieldManager: e.opts.FieldManager})
 	}
-	if err != nil {
-		if !apierrors.IsConflict(err) && IsRetryable(err) {
-			*unknown = work // it may have landed; the next read tells
+	if c.answered(err) != nil {
+		if e.lost(err) {
+			p := &pending{kind: pendingUpdate, uid: current.UID, precondition: current.ResourceVersion, cause: err}
+			if missing {
+				p.kind, p.precondition = pendingCreate, createRV
+			}
+			c.pending = p
 		}
 		return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "update", e.target.String())
 	}
+	c.pending = nil
 	res.New = written
 	return true, nil
-}
-
-// sameContent reports whether cm holds what sent was to write.
-func sameContent(sent, cm *corev1.ConfigMap) bool {
-	return equality.Semantic.DeepEqual(sent.Data, cm.Data) && equality.Semantic.DeepEqual(sent.BinaryData, cm.BinaryData) &&
-		equality.Semantic.DeepEqual(sent.Annotations, cm.Annotations) && equality.Semantic.DeepEqual(sent.Labels, cm.Labels)
-}
-
-// stopped explains a write whose context ended: interrupted (exit 1), or out
-// of time, which is exit 1 when the API server could not be reached at all
-// and exit 4 (retries exhausted) otherwise.
-func (e *Engine) stopped(ctx context.Context, res *Result, last error) error {
-	if errors.Is(ctx.Err(), context.Canceled) {
-		return exitcode.Failuref("interrupted after %d attempts on %s", res.Attempts, e.target)
-	}
-	timeout := e.opts.Timeout
-	if last != nil && (utilnet.IsConnectionRefused(last) || utilnet.IsConnectionReset(last) || utilnet.IsProbableEOF(last)) {
-		return exitcode.Failuref("%w on %s after %d attempts in %s: %w", ErrGaveUp, e.target, res.Attempts, timeout, last)
-	}
-	if res.Conflicts > 0 {
-		return exitcode.Conflictf("%w on %s after %d attempts in %s (%d conflicts with other writers); nothing was written by this command",
-			ErrGaveUp, e.target, res.Attempts, timeout, res.Conflicts)
-	}
-	why := "no answer"
-	if last != nil {
-		why = exitcode.Message(last)
-	}
-	return exitcode.Conflictf("%w on %s after %d attempts in %s (%s)", ErrGaveUp, e.target, res.Attempts, timeout, why)
 }

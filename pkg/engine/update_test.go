@@ -3,6 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,38 +132,171 @@ func TestNewcomerGivesWayToQueuedWriters(t *testing.T) {
 	}
 }
 
-// pathBackuper pretends to back up and says where.
-type pathBackuper struct{}
-
-func (pathBackuper) Backup(context.Context, *corev1.ConfigMap, string, *clusterconfig.Document) (string, error) {
-	return "/backups/the-replaced-document.yaml", nil
+// lostAnswers makes the first n updates lose their answer: with commit the
+// update is applied to the store first (the server committed, the
+// connection broke on the way back), without it nothing is applied.
+func lostAnswers(cs *fake.Clientset, n int, commit bool) *int {
+	sent := 0
+	cs.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sent++
+		if sent > n {
+			return false, nil, nil
+		}
+		if commit {
+			obj := a.(k8stesting.UpdateAction).GetObject()
+			if err := cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("configmaps"), obj, "kube-system"); err != nil {
+				return true, nil, err
+			}
+		}
+		return true, nil, io.ErrUnexpectedEOF
+	})
+	return &sent
 }
 
-// The result of a document write names the backup taken before it: scripts
-// restore that one by name.
-func TestDocumentResultNamesTheBackup(t *testing.T) {
+// TestLostAnswerIsAppliedOnce: an append whose answer is lost after the
+// commit is recognised by its token on the next read, and not appended
+// again; one lost before the commit is sent again, once.
+func TestLostAnswerIsAppliedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		commit    bool
+		wantSends int
+	}{
+		{"committed, answer lost", true, 1},
+		{"lost before the commit", false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, _ := newFake()
+			sent := lostAnswers(cs, 1, tc.commit)
+			runs := 0
+			e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config"}, Options{Timeout: 5 * time.Second})
+			res, err := e.Update(context.Background(), increment(&runs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm, _ := cs.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "kubeadm-config", metav1.GetOptions{})
+			if got := cm.Data["k"]; got != "0+" {
+				t.Fatalf("document %q, want one append (0+)", got)
+			}
+			if *sent != tc.wantSends || res.Recovered != tc.commit {
+				t.Fatalf("sent %d writes (want %d), recovered %v", *sent, tc.wantSends, res.Recovered)
+			}
+		})
+	}
+}
+
+// TestUnknownOutcomeExits7: a write whose answer is lost, with the server
+// unreachable afterwards until the deadline, ends in exit 7, not 4.
+func TestUnknownOutcomeExits7(t *testing.T) {
+	cs, _ := newFake()
+	lostAnswers(cs, 1, true)
+	gets := 0
+	cs.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		gets++
+		if gets > 1 {
+			return true, nil, syscall.ECONNREFUSED
+		}
+		return false, nil, nil
+	})
+	runs := 0
+	e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config"}, Options{Timeout: 300 * time.Millisecond})
+	_, err := e.Update(context.Background(), increment(&runs))
+	if got := exitcode.FromError(err); got != exitcode.OutcomeUnknown || !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("exit %d (%v), want 7", got, err)
+	}
+}
+
+// recordingBackup is a Backuper that says where it wrote.
+type recordingBackup struct{ calls int }
+
+func (b *recordingBackup) Backup(context.Context, *corev1.ConfigMap, string, *clusterconfig.Document) (string, error) {
+	b.calls++
+	return "/backups/copy-" + strconv.Itoa(b.calls), nil
+}
+
+// A document write reports where the document it replaced was backed up.
+func TestDocumentWritesReportTheirBackup(t *testing.T) {
+	const doc = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: a\n"
+	for _, tc := range []struct {
+		name  string
+		write func(e *Engine) (*DocumentResult, error)
+	}{
+		{"UpdateDocument", func(e *Engine) (*DocumentResult, error) {
+			return e.UpdateDocument(context.Background(), clusterconfig.EditFunc(func(d *clusterconfig.Document) error {
+				return d.Set("clusterName", "b")
+			}))
+		}},
+		{"ReplaceDocument", func(e *Engine) (*DocumentResult, error) {
+			return e.ReplaceDocument(context.Background(), []byte(strings.Replace(doc, "a\n", "c\n", 1)),
+				func(*corev1.ConfigMap) error { return nil })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset(&corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system", ResourceVersion: "1"},
+				Data:       map[string]string{DefaultKey: doc},
+			})
+			b := &recordingBackup{}
+			e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config", Key: DefaultKey}, Options{Backup: b})
+			res, err := tc.write(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.calls != 1 || res.Backup != "/backups/copy-1" {
+				t.Fatalf("backups taken %d, reported %q", b.calls, res.Backup)
+			}
+		})
+	}
+}
+
+// An edit made in an editor is a three-way merge: when another writer
+// changes the ConfigMap between the engine's read and its write, the
+// conflict makes the engine read again and merge the same edit into the
+// newer copy, so both changes are kept.
+func TestUpdateDocumentRemergesAfterAConflict(t *testing.T) {
+	const doc = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: a\nimageRepository: registry.k8s.io\n"
 	cs := fake.NewClientset(&corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system", ResourceVersion: "1"},
-		Data:       map[string]string{DefaultKey: "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.37.2\n"},
+		Data:       map[string]string{DefaultKey: doc},
 	})
-	e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config", Key: DefaultKey}, Options{Backup: pathBackuper{}})
-	edit, err := clusterconfig.NewSet("clusterName", "other")
+	updates := 0
+	cs.PrependReactor("update", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		updates++
+		if updates > 1 {
+			return false, nil, nil
+		}
+		// Another writer gets in first and changes another field.
+		cm, err := cs.Tracker().Get(corev1.SchemeGroupVersion.WithResource("configmaps"), "kube-system", "kubeadm-config")
+		if err != nil {
+			return true, nil, err
+		}
+		other := cm.(*corev1.ConfigMap).DeepCopy()
+		other.Data[DefaultKey] = strings.Replace(doc, "registry.k8s.io", "registry.example.com", 1)
+		other.ResourceVersion = "2"
+		if err := cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("configmaps"), other, "kube-system"); err != nil {
+			return true, nil, err
+		}
+		return true, nil, apierrors.NewConflict(corev1.Resource("configmaps"), "kubeadm-config", errors.New("rv"))
+	})
+	original, err := clusterconfig.Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
+	edited := original.Clone()
+	if err := edited.Set("clusterName", "b"); err != nil {
+		t.Fatal(err)
+	}
+	edit, err := clusterconfig.NewThreeWayMerge(original, edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config", Key: DefaultKey}, Options{Timeout: 5 * time.Second})
 	res, err := e.UpdateDocument(context.Background(), edit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Backup != "/backups/the-replaced-document.yaml" {
-		t.Fatalf("UpdateDocument: backup %q", res.Backup)
-	}
-	res, err = e.ReplaceDocument(context.Background(), []byte("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.37.2\nclusterName: third\n"),
-		func(*corev1.ConfigMap) error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Backup != "/backups/the-replaced-document.yaml" {
-		t.Fatalf("ReplaceDocument: backup %q", res.Backup)
+	want := "apiVersion: kubeadm.k8s.io/v1beta4\nclusterName: b\nimageRepository: registry.example.com\nkind: ClusterConfiguration\n"
+	if res.Attempts != 2 || res.Conflicts != 1 || string(res.After) != want {
+		t.Fatalf("attempts %d, conflicts %d, wrote:\n%s\nwant:\n%s", res.Attempts, res.Conflicts, res.After, want)
 	}
 }

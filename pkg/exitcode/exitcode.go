@@ -23,6 +23,9 @@ const (
 	Conflict  Code = 4 // conflict or precondition not met
 	NotFound  Code = 5 // ConfigMap, key, lease, backup or upgrade not found
 	Forbidden Code = 6 // forbidden or unauthorized
+	// OutcomeUnknown: a write was sent, its answer was lost, and whether it
+	// landed could not be found out. Retrying blindly could apply it twice.
+	OutcomeUnknown Code = 7
 
 	// RolledBack: reconfigure failed and put this node's previous
 	// control-plane manifests back, and they came up healthy again.

@@ -9,6 +9,13 @@
 // waiter behind it, belongs to a writer that died, and is deleted. So a killed
 // writer delays the others by at most the TTL.
 //
+// Staleness is judged only by what this process observes, on its own
+// monotonic clock: how long a Lease's resourceVersion has stayed the same
+// since this process first saw it (as client-go's leader election does). A
+// Lease's renewTime is written for people and tools to read, never compared
+// with this host's clock, so a host whose clock is off by an hour neither
+// deletes live Leases nor keeps dead ones.
+//
 // The queue only orders writers that take part. The compare-and-swap on the
 // ConfigMap stays the correctness guarantee, for them and for every writer
 // that does not (kubeadm, kubectl edit, other tools).
@@ -19,7 +26,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,9 +35,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/managed"
 )
@@ -68,6 +77,9 @@ type Queue struct {
 	Name     string
 	Identity string
 	TTL      time.Duration
+	// Clock stamps the acquire and renew times this writer writes (the
+	// real clock when nil). It decides nothing.
+	Clock clock.PassiveClock
 }
 
 func (q *Queue) ttl() time.Duration {
@@ -77,21 +89,27 @@ func (q *Queue) ttl() time.Duration {
 	return q.TTL
 }
 
-// member is a Lease in the queue, with when this waiter last saw it change.
+func (q *Queue) now() metav1.MicroTime {
+	if q.Clock == nil {
+		return metav1.NowMicro()
+	}
+	return metav1.NewMicroTime(q.Clock.Now())
+}
+
+// member is a Lease in the queue, ordered by its position.
 type member struct {
 	name     string
 	rv       string
-	position uint64
+	position string // the resourceVersion at which it joined
 }
 
 // Acquire joins the queue and blocks until this writer is at its head. The
 // returned release must be called when the turn is done; it deletes the
-// Lease.
+// Lease, within the deadline of ctx. Renewal stops when ctx ends.
 func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 	leases := q.Client.Leases(q.Namespace)
-	ttl := q.ttl()
-	now := metav1.NowMicro()
-	seconds := int32(min(max(ttl/time.Second, 1), 3600))
+	now := q.now()
+	seconds := int32(min(max(q.ttl()/time.Second, 1), 3600))
 	// Take a free slot, starting anywhere so writers rarely try the same one.
 	var mine *coordinationv1.Lease
 	start := rand.IntN(Slots) //nolint:gosec // spreads writers over slots; no secret
@@ -110,31 +128,29 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("join the write queue: %w", err)
 	}
-	position, _ := strconv.ParseUint(mine.ResourceVersion, 10, 64)
+	w := &waiter{Queue: q, mine: mine.Name, seen: mine.ResourceVersion, observed: map[string]observation{}}
 
-	renewCtx, stopRenew := context.WithCancel(context.Background())
+	renewCtx, stopRenew := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); q.renew(renewCtx, mine.Name, mine.UID, position) }()
-	w := &waiter{Queue: q, mine: mine.Name, seen: mine.ResourceVersion}
+	go func() { defer wg.Done(); q.renew(renewCtx, mine.Name, mine.UID, mine.ResourceVersion) }()
 	release = func() {
 		stopRenew()
 		wg.Wait()
-		// The turn's context may be over; deleting the Lease must still happen.
-		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// The turn's context may be cancelled; deleting the Lease must still
+		// happen, but within the command's time budget.
+		dctx, cancel := cleanupContext(ctx, q.ttl())
 		defer cancel()
 		// Only our own copy: if ours expired and the slot was taken again,
 		// the new holder's Lease is not ours to delete.
 		_ = leases.Delete(dctx, mine.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &mine.UID}})
 		// A writer that died behind us would leave its Lease for good if no
-		// one queued after it: remove the ones that have expired.
-		if w.sawStale {
-			if list, err := leases.List(dctx, metav1.ListOptions{LabelSelector: QueueLabel + "=" + q.Name}); err == nil {
-				for i := range list.Items {
-					q.reapIfExpired(dctx, &list.Items[i])
-				}
-			}
-		}
+		// one queued after it: remove the ones we saw unchanged for too long.
+		w.reapStale(dctx)
+	}
+	if _, err := resourceversion.CompareResourceVersion(mine.ResourceVersion, mine.ResourceVersion); err != nil {
+		release()
+		return nil, fmt.Errorf("cannot order the write queue: %w", err)
 	}
 	if err := w.waitForTurn(ctx); err != nil {
 		release()
@@ -143,31 +159,31 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 	return release, nil
 }
 
-// Busy reports whether writers are queued (a Lease exists that has not
-// expired). An error counts as not busy: the compare-and-swap still guards
-// the write.
+// cleanupContext outlives the cancellation of ctx but not its deadline (or
+// grace, when ctx has none).
+func cleanupContext(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	if deadline, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), grace)
+}
+
+// Busy reports whether writers are queued: any Lease in the queue. Whether a
+// Lease is alive cannot be told at a glance without comparing clocks, so a
+// dead one makes a newcomer queue behind it and remove it after a TTL. An
+// error counts as not busy: the compare-and-swap still guards the write.
 func (q *Queue) Busy(ctx context.Context) bool {
 	// Served from the apiserver's cache ("0"): a hint needs no quorum read,
 	// and a consistent list of an idle resource can wait ~100 ms for etcd's
 	// progress notification.
 	list, err := q.Client.Leases(q.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: QueueLabel + "=" + q.Name, ResourceVersion: "0"})
-	if err != nil {
-		return false
-	}
-	for i := range list.Items {
-		l := &list.Items[i]
-		if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil ||
-			time.Since(l.Spec.RenewTime.Time) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second {
-			return true
-		}
-	}
-	return false
+	return err == nil && len(list.Items) > 0
 }
 
-// renew keeps the Lease alive; the first renewal records its position, which
+// renew keeps the Lease alive; every renewal records its position, which
 // the new resourceVersion would otherwise lose.
-func (q *Queue) renew(ctx context.Context, name string, uid types.UID, position uint64) {
+func (q *Queue) renew(ctx context.Context, name string, uid types.UID, position string) {
 	ticker := time.NewTicker(q.ttl() / 3)
 	defer ticker.Stop()
 	for {
@@ -177,19 +193,72 @@ func (q *Queue) renew(ctx context.Context, name string, uid types.UID, position 
 		case <-ticker.C:
 		}
 		// The uid makes the patch fail on a slot someone else holds now.
-		patch := fmt.Sprintf(`{"metadata":{"uid":%q,"annotations":{%q:"%d"}},"spec":{"renewTime":%q}}`,
-			uid, PositionAnnotation, position, metav1.NowMicro().UTC().Format(metav1.RFC3339Micro))
+		patch := fmt.Sprintf(`{"metadata":{"uid":%q,"annotations":{%q:%q}},"spec":{"renewTime":%q}}`,
+			uid, PositionAnnotation, position, q.now().UTC().Format(metav1.RFC3339Micro))
 		_, _ = q.Client.Leases(q.Namespace).Patch(ctx, name, types.MergePatchType, []byte(patch),
 			metav1.PatchOptions{FieldManager: managed.By})
 	}
+}
+
+// observation is when this process first saw a Lease at a resourceVersion.
+type observation struct {
+	rv    string
+	since time.Time // monotonic
 }
 
 // waiter is one writer waiting for its turn.
 type waiter struct {
 	*Queue
 	mine     string
-	seen     string // the newest resourceVersion this waiter has observed
-	sawStale bool   // a Lease looked unrenewed for a while
+	seen     string                 // the newest resourceVersion this waiter has observed
+	observed map[string]observation // other Leases, as this waiter has seen them
+}
+
+// observe records l and reports how long it has stayed unchanged, as seen
+// from here.
+func (w *waiter) observe(l *coordinationv1.Lease) time.Duration {
+	o, ok := w.observed[l.Name]
+	if !ok || o.rv != l.ResourceVersion {
+		o = observation{rv: l.ResourceVersion, since: time.Now()}
+		w.observed[l.Name] = o
+	}
+	return time.Since(o.since)
+}
+
+// staleAfter is how long a Lease may stay unchanged before its writer is
+// taken for dead: its own duration plus a TTL of grace.
+func (w *waiter) staleAfter(l *coordinationv1.Lease) time.Duration {
+	d := w.ttl()
+	if l.Spec.LeaseDurationSeconds != nil {
+		d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return d + w.ttl()
+}
+
+// reap deletes l if it is still the copy observed; it reports whether l is
+// gone.
+func (w *waiter) reap(ctx context.Context, l *coordinationv1.Lease) bool {
+	err := w.Client.Leases(w.Namespace).Delete(ctx, l.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
+	return err == nil || apierrors.IsNotFound(err)
+}
+
+// reapStale removes the Leases this waiter saw unchanged for longer than
+// they may be.
+func (w *waiter) reapStale(ctx context.Context) {
+	if len(w.observed) == 0 {
+		return
+	}
+	list, err := w.Client.Leases(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: QueueLabel + "=" + w.Name})
+	if err != nil {
+		return
+	}
+	for i := range list.Items {
+		l := &list.Items[i]
+		if o, ok := w.observed[l.Name]; ok && l.Name != w.mine && o.rv == l.ResourceVersion && time.Since(o.since) > w.staleAfter(l) {
+			w.reap(ctx, l)
+		}
+	}
 }
 
 // waitForTurn lists the queue, and while a Lease is ahead of ours, watches
@@ -210,24 +279,27 @@ func (w *waiter) waitForTurn(ctx context.Context) error {
 		var members []member
 		for i := range list.Items {
 			l := &list.Items[i]
-			if l.Name == mine {
-				members = append(members, member{name: l.Name, rv: l.ResourceVersion, position: positionOf(l)})
+			if l.Name != mine && w.observe(l) > w.staleAfter(l) && w.reap(ctx, l) {
 				continue
-			}
-			if q.reapIfExpired(ctx, l) {
-				continue
-			}
-			if l.Spec.RenewTime != nil && time.Since(l.Spec.RenewTime.Time) > q.ttl() {
-				w.sawStale = true
 			}
 			members = append(members, member{name: l.Name, rv: l.ResourceVersion, position: positionOf(l)})
 		}
+		var orderErr error
 		slices.SortFunc(members, func(a, b member) int {
-			if a.position != b.position {
-				return compare(a.position, b.position)
+			c, err := resourceversion.CompareResourceVersion(a.position, b.position)
+			if err != nil {
+				orderErr = err
 			}
-			return compare(a.name, b.name)
+			if c != 0 {
+				return c
+			}
+			return strings.Compare(a.name, b.name)
 		})
+		if orderErr != nil {
+			// A position that does not parse cannot be ordered: stop using
+			// the queue rather than guess (the caller falls back to backoff).
+			return fmt.Errorf("cannot order the write queue: %w", orderErr)
+		}
 		i := slices.IndexFunc(members, func(m member) bool { return m.name == mine })
 		if i < 0 {
 			return fmt.Errorf("our Lease left the write queue (deleted as expired?)")
@@ -294,6 +366,9 @@ func (q *Queue) waitGone(ctx context.Context, ahead member, fromRV string) (gone
 			if !ok {
 				return false, "", nil // the watch ended: list again
 			}
+			if l, ok := ev.Object.(*coordinationv1.Lease); ok && l.Name != ahead.name {
+				continue // the field selector is the server's; a fake client may not apply it
+			}
 			switch ev.Type {
 			case watch.Deleted:
 				if l, ok := ev.Object.(*coordinationv1.Lease); ok {
@@ -312,38 +387,11 @@ func (q *Queue) waitGone(ctx context.Context, ahead member, fromRV string) (gone
 	}
 }
 
-// reapIfExpired deletes a Lease whose holder let it expire by its own
-// renewTime and duration (with a TTL of grace for clock skew), and reports
-// whether it is gone.
-func (q *Queue) reapIfExpired(ctx context.Context, l *coordinationv1.Lease) bool {
-	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
-		return false
-	}
-	expiry := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second + q.ttl())
-	if time.Now().Before(expiry) {
-		return false
-	}
-	err := q.Client.Leases(q.Namespace).Delete(ctx, l.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
-	return err == nil || apierrors.IsNotFound(err)
-}
-
-func positionOf(l *coordinationv1.Lease) uint64 {
+// positionOf is the resourceVersion at which l joined the queue: the one its
+// first renewal recorded, else its own.
+func positionOf(l *coordinationv1.Lease) string {
 	if v, ok := l.Annotations[PositionAnnotation]; ok {
-		if p, err := strconv.ParseUint(v, 10, 64); err == nil {
-			return p
-		}
+		return v
 	}
-	p, _ := strconv.ParseUint(l.ResourceVersion, 10, 64)
-	return p
-}
-
-func compare[T int | uint64 | string](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return l.ResourceVersion
 }

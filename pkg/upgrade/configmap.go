@@ -73,7 +73,10 @@ func Apply(cm *corev1.ConfigMap, op Op) (Change, error) {
 		cm.Labels = map[string]string{}
 	}
 	cm.Labels[managed.Label] = managed.By
-	next.Encode(cm.Annotations)
+	if err := next.Encode(cm.Annotations); err != nil {
+		c.After = rec
+		return c, err
+	}
 	c.After, c.Changed = next, true
 	return c, nil
 }

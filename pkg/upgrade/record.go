@@ -1,11 +1,14 @@
 package upgrade
 
 import (
-	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -21,10 +24,20 @@ const (
 	KeyReason      = Prefix + "reason"
 	KeyHosts       = Prefix + "hosts"
 	KeyHistory     = Prefix + "history"
+	KeyRunners     = Prefix + "runners"
+	KeyPlan        = Prefix + "plan"
 )
 
 // HistoryLength is how many transitions a record keeps.
 const HistoryLength = 50
+
+// MaxReasonBytes bounds a reason as stored; a longer one is cut, marked
+// with "...".
+const MaxReasonBytes = 1024
+
+// MaxAnnotationBytes is the API server's limit on all of an object's
+// annotations together; a write over it is refused (422).
+const MaxAnnotationBytes = apivalidation.TotalAnnotationSizeLimitB
 
 // Host is one node's status.
 type Host struct {
@@ -52,50 +65,16 @@ type Record struct {
 	Reason      string          `json:"reason"`
 	Hosts       map[string]Host `json:"hosts"`
 	History     []Transition    `json:"history"`
+	// Runners are the steps being run by upgrade-run, with their heartbeats.
+	Runners []Runner `json:"runners"`
+	// Plan is the plan the upgrade follows (the default plan for an upgrade
+	// recorded without one). It is stored, but printed apart.
+	Plan *Plan `json:"-"`
 }
 
-// Decode reads a record from annotations. ok is false when there is no
-// upgrade state at all.
-func Decode(annotations map[string]string) (rec *Record, ok bool, err error) {
-	state, ok := annotations[KeyState]
-	if !ok {
-		return nil, false, nil
-	}
-	rec = &Record{
-		State: State(state), FromVersion: annotations[KeyFromVersion], ToVersion: annotations[KeyToVersion],
-		UpdatedAt: annotations[KeyUpdatedAt], Reason: annotations[KeyReason],
-		Hosts: map[string]Host{}, History: []Transition{},
-	}
-	if v := annotations[KeyHosts]; v != "" {
-		if err := json.Unmarshal([]byte(v), &rec.Hosts); err != nil {
-			return nil, true, exitcode.Invalidf("annotation %s is not a JSON object of hosts: %w", KeyHosts, err)
-		}
-	}
-	if v := annotations[KeyHistory]; v != "" {
-		if err := json.Unmarshal([]byte(v), &rec.History); err != nil {
-			return nil, true, exitcode.Invalidf("annotation %s is not a JSON list of transitions: %w", KeyHistory, err)
-		}
-	}
-	return rec, true, nil
-}
-
-// Encode writes the record into annotations.
-func (r *Record) Encode(annotations map[string]string) {
-	hosts, _ := json.Marshal(r.Hosts)
-	if len(r.History) > HistoryLength {
-		r.History = r.History[len(r.History)-HistoryLength:]
-	}
-	history, _ := json.Marshal(r.History)
-	annotations[KeyState] = string(r.State)
-	annotations[KeyFromVersion] = r.FromVersion
-	annotations[KeyToVersion] = r.ToVersion
-	annotations[KeyUpdatedAt] = r.UpdatedAt
-	annotations[KeyReason] = r.Reason
-	annotations[KeyHosts] = string(hosts)
-	annotations[KeyHistory] = string(history)
-}
-
-// Clock is who acts and when; operations stamp transitions with it.
+// Clock is who acts and when; operations stamp transitions with it. Now
+// should be the API server's time (engine.ServerClock), so that every
+// host's stamps and every auditor's ages share one clock.
 type Clock struct {
 	Now time.Time
 	By  string
@@ -103,17 +82,44 @@ type Clock struct {
 
 func (c Clock) stamp() string { return c.Now.UTC().Format(time.RFC3339) }
 
+// BoundReason cuts a reason to MaxReasonBytes, at a character boundary.
+func BoundReason(s string) string {
+	if len(s) <= MaxReasonBytes {
+		return s
+	}
+	const mark = "..."
+	cut := MaxReasonBytes - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
 func (r *Record) record(c Clock, from, to, reason, host string) {
-	r.History = append(r.History, Transition{From: from, To: to, At: c.stamp(), By: c.By, Reason: reason, Host: host})
+	r.History = append(r.History, Transition{From: from, To: to, At: c.stamp(), By: c.By, Reason: BoundReason(reason), Host: host})
 	if len(r.History) > HistoryLength {
 		r.History = r.History[len(r.History)-HistoryLength:]
 	}
 }
 
+// moveTo changes the state; the runners of the state left go with it.
 func (r *Record) moveTo(c Clock, to State, reason string) {
 	from := r.State
-	r.State, r.UpdatedAt, r.Reason = to, c.stamp(), reason
+	r.State, r.UpdatedAt, r.Reason = to, c.stamp(), BoundReason(reason)
 	r.record(c, string(from), string(to), reason, "")
+	r.dropRunners(func(rn Runner) bool { return rn.Host == "" && State(rn.State) != to })
+}
+
+// setHost changes a node's status; its runners of another status go.
+func (r *Record) setHost(c Clock, node string, to HostStatus, reason string) {
+	current := r.hostStatus(node)
+	if to == HostNone {
+		delete(r.Hosts, node)
+	} else {
+		r.Hosts[node] = Host{Status: to, UpdatedAt: c.stamp()}
+	}
+	r.record(c, string(current), string(to), reason, node)
+	r.dropRunners(func(rn Runner) bool { return rn.Host == node && HostStatus(rn.State) != to })
 }
 
 // CheckVersion checks a Kubernetes version to record.
@@ -124,21 +130,29 @@ func CheckVersion(v string) error {
 	return nil
 }
 
-// Start begins an upgrade. rec is nil when none was ever recorded. An
-// upgrade that is not complete or aborted blocks a new one.
-func Start(rec *Record, c Clock, from, to, reason string) (*Record, error) {
-	if rec != nil && !Terminal(rec.State) {
-		return nil, exitcode.Conflictf("an upgrade from %s to %s is in state %s; finish or abort it first (upgrade-set upgrade-aborting)",
-			orNone(rec.FromVersion), orNone(rec.ToVersion), rec.State)
+// Start begins an upgrade that follows plan (an instantiated plan; nil for
+// the default). rec is nil when none was ever recorded. An upgrade that is
+// not over under its own plan blocks a new one.
+func Start(rec *Record, plan *Plan, c Clock, from, to, reason string) (*Record, error) {
+	if rec != nil && !rec.plan().Over(rec.State) {
+		return nil, exitcode.Conflictf("an upgrade from %s to %s is in state %s; finish or abort it first (upgrade-set %s)",
+			orNone(rec.FromVersion), orNone(rec.ToVersion), rec.State, rec.abortState())
 	}
-	next := &Record{Hosts: map[string]Host{}, History: []Transition{}}
+	next := &Record{Hosts: map[string]Host{}, History: []Transition{}, Runners: []Runner{}, Plan: plan}
 	if rec != nil {
 		next.History = rec.History
 	}
 	next.FromVersion, next.ToVersion = from, to
-	next.moveTo(c, Started, reason)
+	next.moveTo(c, next.plan().Start, reason)
 	next.History[len(next.History)-1].From = ""
 	return next, nil
+}
+
+func (r *Record) abortState() string {
+	if a := r.plan().Abort; a != nil {
+		return string(a.Name)
+	}
+	return "--force"
 }
 
 func orNone(s string) string {
@@ -153,8 +167,9 @@ func orNone(s string) string {
 // skips the transition rule (not expect). changed is false when the upgrade
 // is already in to.
 func (r *Record) Set(c Clock, to State, expect State, force bool, reason string) (changed bool, err error) {
-	if !Known(to) {
-		return false, exitcode.Usagef("unknown state %q (one of: %s)", to, join(States()))
+	p := r.plan()
+	if !p.Known(to) {
+		return false, exitcode.Usagef("unknown state %q in plan %s (one of: %s)", to, p.Name, join(p.States()))
 	}
 	if expect != "" && r.State != expect {
 		return false, exitcode.Conflictf("the upgrade is in %s, not %s as expected; nothing was changed", r.State, expect)
@@ -162,8 +177,8 @@ func (r *Record) Set(c Clock, to State, expect State, force bool, reason string)
 	if r.State == to {
 		return false, nil
 	}
-	if !force && !allowed(r.State, to) {
-		return false, exitcode.New(exitcode.Conflict, &TransitionError{From: string(r.State), To: string(to), Allowed: join(Allowed(r.State))})
+	if !force && !p.graph().allowed(r.State, to) {
+		return false, exitcode.New(exitcode.Conflict, &TransitionError{From: string(r.State), To: string(to), Allowed: join(p.Allowed(r.State))})
 	}
 	r.moveTo(c, to, reason)
 	return true, nil
@@ -171,8 +186,9 @@ func (r *Record) Set(c Clock, to State, expect State, force bool, reason string)
 
 // SetHost sets a node's status under the same rules as Set.
 func (r *Record) SetHost(c Clock, node string, to HostStatus, expect HostStatus, force bool) (changed bool, err error) {
-	if !KnownHost(to) {
-		return false, exitcode.Usagef("unknown host status %q (one of: %s)", to, join(HostStatuses()))
+	p := r.plan()
+	if !p.KnownHost(to) {
+		return false, exitcode.Usagef("unknown host status %q in plan %s (one of: %s)", to, p.Name, join(p.HostStatuses()))
 	}
 	current := r.hostStatus(node)
 	if expect != "" && current != expect {
@@ -181,15 +197,10 @@ func (r *Record) SetHost(c Clock, node string, to HostStatus, expect HostStatus,
 	if current == to {
 		return false, nil
 	}
-	if !force && !allowedHost(current, to) {
-		return false, exitcode.New(exitcode.Conflict, &TransitionError{Host: node, From: string(current), To: string(to), Allowed: join(AllowedHost(current))})
+	if !force && !p.allowedHost(current, to) {
+		return false, exitcode.New(exitcode.Conflict, &TransitionError{Host: node, From: string(current), To: string(to), Allowed: join(p.AllowedHost(current))})
 	}
-	if to == HostNone {
-		delete(r.Hosts, node)
-	} else {
-		r.Hosts[node] = Host{Status: to, UpdatedAt: c.stamp()}
-	}
-	r.record(c, string(current), string(to), "", node)
+	r.setHost(c, node, to, "")
 	return true, nil
 }
 
@@ -205,14 +216,23 @@ func (r *Record) hostStatus(node string) HostStatus {
 // the retry is accepted. An upgrade already failed is left as it is (its
 // hosts are still failed); one that is not in progress is refused.
 func (r *Record) Fail(c Clock, reason string) (changed bool, err error) {
-	failed, inProgress := FailedOf(r.State)
-	if !inProgress && !Failed(r.State) {
+	return r.fail(c, reason, nil)
+}
+
+// fail is Fail, sparing the hosts spare names (nil spares none).
+func (r *Record) fail(c Clock, reason string, spare func(node string) bool) (changed bool, err error) {
+	p := r.plan()
+	failed, inProgress := p.FailedOf(r.State)
+	if !inProgress && !p.Failed(r.State) {
 		return false, exitcode.Conflictf("the upgrade is in %s, which is not a step in progress; nothing to fail", r.State)
 	}
-	for node, h := range r.Hosts {
-		if hf, ok := HostFailedOf(h.Status); ok {
-			r.Hosts[node] = Host{Status: hf, UpdatedAt: c.stamp()}
-			r.record(c, string(h.Status), string(hf), reason, node)
+	for _, node := range slices.Sorted(maps.Keys(r.Hosts)) {
+		h := r.Hosts[node]
+		if spare != nil && spare(node) {
+			continue
+		}
+		if hf, ok := p.HostFailedOf(h.Status); ok {
+			r.setHost(c, node, hf, reason)
 			changed = true
 		}
 	}
@@ -225,28 +245,35 @@ func (r *Record) Fail(c Clock, reason string) (changed bool, err error) {
 
 // Age returns how long the upgrade has been in its state.
 func (r *Record) Age(now time.Time) (time.Duration, error) {
-	t, err := time.Parse(time.RFC3339, r.UpdatedAt)
+	t, err := r.updatedAt()
 	if err != nil {
-		return 0, exitcode.Invalidf("annotation %s is %q, not an RFC 3339 time; set a state to repair it", KeyUpdatedAt, r.UpdatedAt)
+		return 0, err
 	}
 	return now.Sub(t), nil
 }
 
-// Audit fails an upgrade that has been in a step in progress for longer
-// than stuckAfter. It is safe to run from every node at once: inside a
-// compare-and-swap write only the first sees the state still in progress.
-func (r *Record) Audit(c Clock, stuckAfter time.Duration) (changed bool, err error) {
-	if !InProgress(r.State) {
-		return false, nil
-	}
-	age, err := r.Age(c.Now)
+func (r *Record) updatedAt() (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, r.UpdatedAt)
 	if err != nil {
-		return false, err
+		return time.Time{}, exitcode.Invalidf("annotation %s is %q, not an RFC 3339 time; set a state to repair it", KeyUpdatedAt, r.UpdatedAt)
 	}
-	if age < stuckAfter {
-		return false, nil
+	return t, nil
+}
+
+// LastProgress is when the upgrade last moved: its state, or any host's
+// status, whichever changed last. A long step whose hosts keep reporting is
+// progressing.
+func (r *Record) LastProgress() (time.Time, error) {
+	last, err := r.updatedAt()
+	if err != nil {
+		return time.Time{}, err
 	}
-	return r.Fail(c, fmt.Sprintf("stuck in %s for %s", r.State, age.Round(time.Second)))
+	for _, h := range r.Hosts {
+		if t, err := time.Parse(time.RFC3339, h.UpdatedAt); err == nil && t.After(last) {
+			last = t
+		}
+	}
+	return last, nil
 }
 
 // TransitionError is a transition the rules do not allow.
@@ -261,13 +288,4 @@ func (e *TransitionError) Error() string {
 		return fmt.Sprintf("host %s: %s -> %s is not allowed; from %s it may go to: %s", e.Host, e.From, e.To, e.From, orNone(e.Allowed))
 	}
 	return fmt.Sprintf("%s -> %s is not allowed; from %s the upgrade may go to: %s", e.From, e.To, e.From, orNone(e.Allowed))
-}
-
-// join lists state or status names for messages.
-func join[T ~string](names []T) string {
-	s := make([]string, len(names))
-	for i, n := range names {
-		s[i] = string(n)
-	}
-	return strings.Join(s, ", ")
 }
