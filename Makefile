@@ -12,7 +12,7 @@ build: ## Build the plugin binary into _output/bin
 install: build ## Put the plugin and its completion helper where kubectl finds them (PREFIX, default ~/.local/bin)
 	install -d $(PREFIX) && install -m 0755 $(BIN) kubectl_complete-kubeadmcfg $(PREFIX)/
 
-testbin: ## Build etcd, kube-apiserver, kubeadm 1.37 and kubeadm 1.36 (v1beta3) for the tests (first run only)
+testbin: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm 1.37 and kubeadm 1.36 (v1beta3) for the tests (first run only)
 	hack/testbin.sh
 
 test: testbin ## Unit and e2e tests against the real control plane
@@ -53,4 +53,4 @@ difffuzz: testbin ## Mutate corpus files and compare validate's verdict with the
 	go run ./hack/difffuzz -n $(or $(N),400) -seed $(or $(SEED),1)
 
 clean: demo-down ## Remove build output (keeps the built control-plane binaries)
-	rm -rf _output/bin _output/demo dist
+	rm -rf _output/bin _output/demo _output/demo-node _output/demo-node.kubeconfig dist

@@ -48,6 +48,9 @@ step kubectl kubeadmcfg upgrade-run upgrading-second-master -- sh -c 'echo "[upg
 step kubectl kubeadmcfg upgrade-status
 step kubectl kubeadmcfg upgrade-plan show kubeadm --control-plane-nodes cp-0,cp-1,cp-2
 
+echo; echo "# reconfigure: carry the ClusterConfiguration to a node's static Pods, rolled back on failure"
+hack/demo-reconfigure.sh
+
 cat <<EOT
 
 The control plane keeps running. Point kubectl at it with:

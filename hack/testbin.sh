@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real control-plane binaries the tests and the demo run (etcd,
-# kube-apiserver, kubeadm) from the versions pinned in hack/tools/go.mod, and
-# kubeadm 1.36 (the newest release that reads kubeadm.k8s.io/v1beta3) from
-# hack/tools/kubeadm-1.36/go.mod.
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm) from the
+# versions pinned in hack/tools/go.mod, and kubeadm 1.36 (the newest release
+# that reads kubeadm.k8s.io/v1beta3) from hack/tools/kubeadm-1.36/go.mod.
 # Binaries land in $TESTBIN_DIR/<version>/ and are reused when already built.
 set -euo pipefail
 
@@ -38,6 +38,8 @@ build() { # build NAME PACKAGE VERSION [LDFLAGS]
 build etcd go.etcd.io/etcd/server/v3 "etcd-${etcd_version}" "-s -w"
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "kubernetes-${k8s_version}" "${ldflags}"
 build kubeadm k8s.io/kubernetes/cmd/kubeadm "kubernetes-${k8s_version}" "${ldflags}"
+build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "kubernetes-${k8s_version}" "${ldflags}"
+build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "kubernetes-${k8s_version}" "${ldflags}"
 
 # kubeadm 1.36 for the v1beta3 verdicts: only cmd/kubeadm, stamped like the above.
 cd "${root}/hack/tools/kubeadm-1.36"
@@ -55,4 +57,6 @@ build kubeadm k8s.io/kubernetes/cmd/kubeadm "kubernetes-${v1beta3_version}" "${v
 echo "ETCD_BIN=${out}/etcd-${etcd_version}/etcd"
 echo "KUBE_APISERVER_BIN=${out}/kubernetes-${k8s_version}/kube-apiserver"
 echo "KUBEADM_BIN=${out}/kubernetes-${k8s_version}/kubeadm"
+echo "KUBE_CONTROLLER_MANAGER_BIN=${out}/kubernetes-${k8s_version}/kube-controller-manager"
+echo "KUBE_SCHEDULER_BIN=${out}/kubernetes-${k8s_version}/kube-scheduler"
 echo "KUBEADM_V1BETA3_BIN=${out}/kubernetes-${v1beta3_version}/kubeadm"

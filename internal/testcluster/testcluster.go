@@ -46,6 +46,10 @@ type Binaries struct {
 	Etcd      string
 	APIServer string
 	Kubeadm   string
+	// ControllerManager and Scheduler run only on the static Pod runner's
+	// nodes (StartNodes).
+	ControllerManager string
+	Scheduler         string
 	// KubeadmV1beta3 is kubeadm 1.36, the newest release that reads
 	// kubeadm.k8s.io/v1beta3.
 	KubeadmV1beta3 string
@@ -116,6 +120,10 @@ func FindBinaries() (Binaries, error) {
 			b.APIServer = v
 		case "KUBEADM_BIN":
 			b.Kubeadm = v
+		case "KUBE_CONTROLLER_MANAGER_BIN":
+			b.ControllerManager = v
+		case "KUBE_SCHEDULER_BIN":
+			b.Scheduler = v
 		case "KUBEADM_V1BETA3_BIN":
 			b.KubeadmV1beta3 = v
 		}

@@ -113,11 +113,16 @@ func (s *Store) PruneOwner(keep int, owner Owner) ([]string, error) {
 }
 
 // remove deletes the oldest of names (sorted oldest first) beyond keep.
+// A node's last known good is never removed, and the manifest backups
+// reconfigure kept with a backup go with it.
 func (s *Store) remove(names []string, keep int) ([]string, error) {
+	lastGood := s.lastGoodBackups()
+	names = slices.DeleteFunc(slices.Clone(names), func(name string) bool { return lastGood[name] })
 	if len(names) <= keep {
 		return nil, nil
 	}
 	var removed []string
+	defer func() { s.pruneManifestsOf(removed) }()
 	for _, name := range names[:len(names)-keep] {
 		err := os.Remove(filepath.Join(s.Dir, name))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -130,7 +135,9 @@ func (s *Store) remove(names []string, keep int) ([]string, error) {
 
 // Latest returns the newest backup of owner, leaving out the ones a restore
 // took of the document it replaced: restoring "the latest" twice must not
-// flip back to what the first restore undid. With owner.UID empty (no
+// flip back to what the first restore undid. The backups of what
+// reconfigure applied are left out too: they are the live document, not one
+// a write replaced. With owner.UID empty (no
 // cluster to ask) it takes the ConfigMap's backups of any uid, but refuses
 // when they are of more than one: which cluster is meant cannot be told.
 func (s *Store) Latest(owner Owner) (*Backup, error) {
@@ -152,7 +159,7 @@ func (s *Store) Latest(owner Owner) (*Backup, error) {
 			}
 			continue
 		}
-		if m.Namespace != owner.Namespace || (owner.UID != "" && m.UID != owner.UID) || m.Reason == ReasonBeforeRestore {
+		if m.Namespace != owner.Namespace || (owner.UID != "" && m.UID != owner.UID) || m.Reason == ReasonBeforeRestore || m.Reason == ReasonReconfigure {
 			continue
 		}
 		uids[m.UID] = true

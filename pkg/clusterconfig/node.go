@@ -14,6 +14,13 @@ type NodeConfig struct {
 	// BindPort is the port the node's kube-apiserver serves on; 0 leaves
 	// kubeadm's default.
 	BindPort int32
+	// ImagePullPolicy is nodeRegistration.imagePullPolicy, which kubeadm
+	// writes into the node's static Pod manifests; empty leaves its default.
+	ImagePullPolicy string
+	// PatchesDir is the directory of kubeadm patches the node's manifests
+	// are rendered with (patches.directory). kubeadm refuses --patches
+	// beside --config, so it travels in the InitConfiguration.
+	PatchesDir string
 }
 
 // IsZero reports whether no value is set.
@@ -34,8 +41,18 @@ func (n NodeConfig) InitConfiguration(apiVersion string) ([]byte, error) {
 	if len(endpoint) > 0 {
 		init["localAPIEndpoint"] = endpoint
 	}
+	registration := map[string]any{}
 	if n.Name != "" {
-		init["nodeRegistration"] = map[string]any{"name": n.Name}
+		registration["name"] = n.Name
+	}
+	if n.ImagePullPolicy != "" {
+		registration["imagePullPolicy"] = n.ImagePullPolicy
+	}
+	if len(registration) > 0 {
+		init["nodeRegistration"] = registration
+	}
+	if n.PatchesDir != "" {
+		init["patches"] = map[string]any{"directory": n.PatchesDir}
 	}
 	return yaml.Marshal(init)
 }

@@ -54,6 +54,10 @@ type BackupInfo struct {
 	ChecksumOK        bool      `json:"checksumOK"`
 	Reason            string    `json:"reason"`
 	Problems          []string  `json:"problems,omitempty"`
+	// LastKnownGoodOf are the nodes whose last known good this is
+	// (reconfigure), and Manifests the manifests its run replaced.
+	LastKnownGoodOf []string `json:"lastKnownGoodOf,omitempty"`
+	Manifests       []string `json:"manifests,omitempty"`
 }
 
 func newBackupInfo(b *backup.Backup, problems []string) BackupInfo {

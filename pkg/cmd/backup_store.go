@@ -68,6 +68,9 @@ func (o *BackupListOptions) Run(context.Context) error {
 		}
 		infos = append(infos, newBackupInfo(b, nil))
 	}
+	if err := addReconfigureInfo(store, infos); err != nil {
+		return err
+	}
 	if !o.Print.Human() {
 		return o.Print.Print(o.Out, infos)
 	}
@@ -76,18 +79,19 @@ func (o *BackupListOptions) Run(context.Context) error {
 		return nil
 	}
 	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tCLUSTER\tUID\tTIME\tRESOURCEVERSION\tKUBERNETES\tAPIVERSION\tSIZE\tCHECKSUM")
+	fmt.Fprintln(w, "NAME\tCLUSTER\tUID\tTIME\tRESOURCEVERSION\tKUBERNETES\tAPIVERSION\tSIZE\tCHECKSUM\tLAST-KNOWN-GOOD")
 	for _, i := range infos {
 		if i.Problems != nil {
-			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t-\t-\t-\tunreadable\n", i.Name)
+			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t-\t-\t-\tunreadable\t-\n", i.Name)
 			continue
 		}
 		check := "ok"
 		if !i.ChecksumOK {
 			check = "MISMATCH"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", i.Name, orDash(i.Server), shortUID(i.UID),
-			i.Time.Format(time.RFC3339), i.ResourceVersion, i.KubernetesVersion, i.APIVersion, i.Size, check)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", i.Name, orDash(i.Server), shortUID(i.UID),
+			i.Time.Format(time.RFC3339), i.ResourceVersion, i.KubernetesVersion, i.APIVersion, i.Size, check,
+			orDash(strings.Join(i.LastKnownGoodOf, ",")))
 	}
 	return w.Flush()
 }

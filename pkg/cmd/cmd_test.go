@@ -58,6 +58,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"upgrade-plan", "show", "/nonexistent/plan.yaml"},
 		{"backup", "verify"},
 		{"restore"},
+		{"reconfigure", "extra-arg"},
+		{"reconfigure", "--components", "etcd"},
+		{"reconfigure", "--dry-run=server"},
 		{"version", "-o", "table"},
 	} {
 		var errOut bytes.Buffer

@@ -28,7 +28,9 @@ update is lost, and a document kubeadm would reject is never written.
 
 Exit codes: 0 success (also "unchanged" and "skipped"), 1 other error,
 2 usage error, 3 invalid configuration, 4 conflict or precondition not met,
-5 not found, 6 forbidden or unauthorized.`
+5 not found, 6 forbidden or unauthorized, 7 outcome of the last write
+unknown; reconfigure alone: 8 failed, node back on its previous
+configuration, 9 failed and rollback failed.`
 
 // NewCmdRoot builds the command tree.
 func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
@@ -59,6 +61,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdValidate(flags, streams),
 		NewCmdBackup(flags, streams),
 		NewCmdRestore(flags, streams),
+		NewCmdReconfigure(flags, streams),
 		NewCmdVersion(streams),
 	)
 	root.AddCommand(NewCmdUpgrade(flags, streams)...)

@@ -26,6 +26,13 @@ const (
 	// OutcomeUnknown: a write was sent, its answer was lost, and whether it
 	// landed could not be found out. Retrying blindly could apply it twice.
 	OutcomeUnknown Code = 7
+
+	// RolledBack: reconfigure failed and put this node's previous
+	// control-plane manifests back, and they came up healthy again.
+	RolledBack Code = 8
+	// RollbackFailed: reconfigure failed and so did its rollback; a
+	// control-plane component of this node may be down.
+	RollbackFailed Code = 9
 )
 
 // Error is an error that knows the exit code it should end the process with.

@@ -1,0 +1,86 @@
+package testcluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Tests that need node addresses (kubeadm refuses loopback advertise
+// addresses, and a control plane of several nodes needs several) run in a
+// network namespace they create themselves: the test binary re-executes
+// itself under `unshare -rn` (a new user and network namespace, which needs
+// no privilege), puts documentation addresses on that namespace's loopback
+// device, and every connection it makes stays inside. Outside such a
+// namespace tests connect to 127.0.0.0/8 only.
+
+// NetnsEnv is set in a test binary that ReexecInNetns started.
+const NetnsEnv = "KUBEADMCFG_TEST_NETNS"
+
+// InTestNetns reports whether this process runs in a network namespace its
+// own test created.
+func InTestNetns() bool { return os.Getenv(NetnsEnv) == "1" }
+
+// ReexecInNetns runs the test binary again inside a new user and network
+// namespace, running only the tests matching run, and passes its output to
+// out line by line. It returns an error when the tests there fail.
+func ReexecInNetns(ctx context.Context, run string, timeout time.Duration, out func(line string)) error {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		return fmt.Errorf("unshare (util-linux) is needed to create the test's own network namespace: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, unshare, "--user", "--map-root-user", "--net", "--", self,
+		"-test.run", run, "-test.v", "-test.count=1", "-test.timeout", timeout.String())
+	cmd.Env = append(os.Environ(), NetnsEnv+"=1")
+	r, w := io.Pipe()
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("unshare: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			out(sc.Text())
+		}
+	}()
+	err = cmd.Wait()
+	_ = w.Close()
+	<-done
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return fmt.Errorf("the tests in the network namespace failed (exit %d)", exitErr.ExitCode())
+	}
+	return err
+}
+
+// SetUpLoopback brings the namespace's loopback device up and puts addrs on
+// it (/32 each). It refuses to run anywhere but in the test's own network
+// namespace.
+func SetUpLoopback(addrs ...string) error {
+	if !InTestNetns() {
+		return errors.New("refusing to change network interfaces outside the test's own network namespace")
+	}
+	cmds := [][]string{{"link", "set", "lo", "up"}}
+	for _, a := range addrs {
+		cmds = append(cmds, []string{"addr", "add", a + "/32", "dev", "lo"})
+	}
+	for _, args := range cmds {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return nil
+}

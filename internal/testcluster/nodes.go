@@ -1,0 +1,410 @@
+package testcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// StartNodes runs a kubeadm control plane of one or more nodes the way a
+// kubeadm cluster runs: each node's kube-apiserver, kube-controller-manager
+// and kube-scheduler are kubeadm's own static Pod manifests, run by a
+// static Pod runner, with certificates and kubeconfigs from `kubeadm init
+// phase certs` and `kubeconfig`; etcd is external (the harness's); a TCP
+// load balancer on the controlPlaneEndpoint forwards to the API servers.
+//
+// It needs the node addresses on a local interface, which kubeadm insists
+// on (it refuses loopback advertise addresses): run it inside a network
+// namespace of the test's own (see ReexecInNetns), never on a shared host.
+// Nothing is written outside Dir.
+
+// NodeSpec describes one control-plane node.
+type NodeSpec struct {
+	Name string
+	// Address is the node's advertise address; BindPort its API server's
+	// port. Nodes share one network namespace, so their ports differ.
+	Address  string
+	BindPort int32
+	// Patches are kubeadm patch files (name -> content) the node's manifests
+	// are rendered with.
+	Patches map[string]string
+}
+
+// NodesOptions configure StartNodes.
+type NodesOptions struct {
+	// Dir holds everything; empty means a temporary directory Stop removes.
+	Dir string
+	// Endpoint is the controlPlaneEndpoint (host:port) the load balancer
+	// listens on.
+	Endpoint string
+	// EtcdURL is where the harness's etcd serves (http://127.0.0.1:2379 when
+	// empty).
+	EtcdURL string
+	// ClusterConfig is the ClusterConfiguration (NodesClusterConfig when
+	// empty). Its certificatesDir stays kubeadm's default: the runner maps
+	// /etc/kubernetes into each node's root.
+	ClusterConfig string
+	Nodes         []NodeSpec
+	// Grace is the runners' RunnerOptions.Grace.
+	Grace time.Duration
+	Log   func(format string, args ...any)
+}
+
+// NodesClusterConfig is a ClusterConfiguration for StartNodes: external
+// etcd at etcdURL, the load balancer's endpoint.
+func NodesClusterConfig(endpoint, etcdURL string) string {
+	return fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: v1.37.2
+clusterName: kubernetes
+controlPlaneEndpoint: %s
+etcd:
+  external:
+    endpoints:
+    - %s
+networking:
+  podSubnet: 10.244.0.0/16
+  serviceSubnet: 10.96.0.0/12
+apiServer:
+  extraArgs:
+  - name: audit-log-maxage
+    value: "30"
+controllerManager:
+  extraArgs:
+  - name: node-cidr-mask-size
+    value: "24"
+`, endpoint, etcdURL)
+}
+
+// Node is one control-plane node.
+type Node struct {
+	NodeSpec
+	// Root is the node's /: its /etc/kubernetes is Root/etc/kubernetes.
+	Root         string
+	ManifestsDir string
+	// PatchesDir holds the node's kubeadm patches ("" without any).
+	PatchesDir string
+	// Runner runs the node's static Pods.
+	Runner *Runner
+}
+
+// InitConfiguration is the node's own kubeadm document.
+func (n *Node) InitConfiguration() string {
+	s := fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+localAPIEndpoint:
+  advertiseAddress: %s
+  bindPort: %d
+nodeRegistration:
+  name: %s
+`, n.Address, n.BindPort, n.Name)
+	if n.PatchesDir != "" {
+		s += "patches:\n  directory: " + n.PatchesDir + "\n"
+	}
+	return s
+}
+
+// ConfigFile is the kubeadm config file for clusterConfig on this node.
+func (n *Node) ConfigFile(clusterConfig string) string {
+	return strings.TrimRight(clusterConfig, "\n") + "\n---\n" + n.InitConfiguration()
+}
+
+// Nodes is a running control plane of static-Pod nodes.
+type Nodes struct {
+	Dir string
+	// Kubeconfig is a system:masters kubeconfig through the load balancer.
+	Kubeconfig    string
+	ClusterConfig string
+	Nodes         []*Node
+	Bins          Binaries
+
+	base *Cluster // runs etcd, in Dir
+	lb   *loadBalancer
+}
+
+// StartNodes starts etcd, every node and the load balancer, uploads the
+// ClusterConfiguration with `kubeadm init phase upload-config kubeadm`, and
+// returns once every component's mirror Pod is Ready.
+func StartNodes(ctx context.Context, bins Binaries, opts NodesOptions) (*Nodes, error) {
+	if bins.ControllerManager == "" || bins.Scheduler == "" {
+		return nil, errors.New("kube-controller-manager and kube-scheduler are not built (make testbin)")
+	}
+	if opts.EtcdURL == "" {
+		opts.EtcdURL = "http://127.0.0.1:2379"
+	}
+	if opts.ClusterConfig == "" {
+		opts.ClusterConfig = NodesClusterConfig(opts.Endpoint, opts.EtcdURL)
+	}
+	if opts.Log == nil {
+		opts.Log = func(string, ...any) {}
+	}
+	base := &Cluster{Bins: bins, opts: Options{Log: opts.Log}, Dir: opts.Dir, EtcdURL: opts.EtcdURL}
+	if base.Dir == "" {
+		dir, err := os.MkdirTemp("", "kubeadmcfg-nodes-")
+		if err != nil {
+			return nil, err
+		}
+		base.Dir, base.ownDir = dir, true
+	}
+	n := &Nodes{Dir: base.Dir, ClusterConfig: opts.ClusterConfig, Bins: bins, base: base}
+	if err := n.start(ctx, opts); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	return n, nil
+}
+
+// startEtcd runs the harness's etcd, the nodes' external etcd.
+func (n *Nodes) startEtcd(ctx context.Context) error {
+	u, err := url.Parse(n.base.EtcdURL)
+	if err != nil {
+		return err
+	}
+	peer := fmt.Sprintf("http://%s:2380", u.Hostname())
+	n.base.logf("starting etcd on %s", n.base.EtcdURL)
+	if err := n.base.run("etcd", n.Bins.Etcd, []string{
+		"--name=default", "--data-dir=" + filepath.Join(n.Dir, "etcd"),
+		"--listen-client-urls=" + n.base.EtcdURL, "--advertise-client-urls=" + n.base.EtcdURL,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer, "--initial-cluster=default=" + peer,
+		"--log-level=warn", "--unsafe-no-fsync",
+	}); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		resp, err := http.Get(n.base.EtcdURL + "/health") //nolint:noctx // bounded by the loop's deadline
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("etcd is not healthy: %s", lastLines(filepath.Join(n.Dir, "etcd.log"), 3))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (n *Nodes) start(ctx context.Context, opts NodesOptions) error {
+	if err := os.MkdirAll(n.Dir, 0o700); err != nil {
+		return err
+	}
+	if err := n.startEtcd(ctx); err != nil {
+		return err
+	}
+	var backends []string
+	for i, spec := range opts.Nodes {
+		node, err := n.setUpNode(ctx, spec, opts)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", spec.Name, err)
+		}
+		if i == 0 {
+			n.Kubeconfig = filepath.Join(node.Root, "etc", "kubernetes", "super-admin.conf")
+		}
+		n.Nodes = append(n.Nodes, node)
+		backends = append(backends, net.JoinHostPort(spec.Address, fmt.Sprint(spec.BindPort)))
+	}
+	lb, err := startLoadBalancer(opts.Endpoint, backends)
+	if err != nil {
+		return err
+	}
+	n.lb = lb
+	client, err := n.Clientset()
+	if err != nil {
+		return err
+	}
+	binaries := map[string]string{
+		"kube-apiserver": n.Bins.APIServer, "kube-controller-manager": n.Bins.ControllerManager, "kube-scheduler": n.Bins.Scheduler,
+	}
+	for _, node := range n.Nodes {
+		opts.Log("starting the static Pod runner of %s", node.Name)
+		node.Runner = StartRunner(RunnerOptions{Node: node.Name, Address: node.Address, Root: node.Root, ManifestsDir: node.ManifestsDir,
+			Binaries: binaries, Client: client, Grace: opts.Grace, Log: opts.Log})
+	}
+	if err := n.waitAPI(ctx); err != nil {
+		return err
+	}
+	opts.Log("uploading the ClusterConfiguration with kubeadm init phase upload-config kubeadm")
+	file := filepath.Join(n.Dir, "upload-config.yaml")
+	if err := os.WriteFile(file, []byte(n.Nodes[0].ConfigFile(n.ClusterConfig)), 0o600); err != nil {
+		return err
+	}
+	if _, err := n.Kubeadm(ctx, "init", "phase", "upload-config", "kubeadm", "--config", file, "--kubeconfig", n.Kubeconfig); err != nil {
+		return err
+	}
+	return n.WaitReady(ctx, 3*time.Minute)
+}
+
+// sharedPKI are the files every control-plane node has the same copy of.
+var sharedPKI = []string{"ca.crt", "ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "sa.key", "sa.pub"}
+
+// setUpNode writes a node's certificates, kubeconfigs, patches and initial
+// manifests, all with kubeadm.
+func (n *Nodes) setUpNode(ctx context.Context, spec NodeSpec, opts NodesOptions) (*Node, error) {
+	root := filepath.Join(n.Dir, spec.Name)
+	etc := filepath.Join(root, "etc", "kubernetes")
+	pki := filepath.Join(etc, "pki")
+	node := &Node{NodeSpec: spec, Root: root, ManifestsDir: filepath.Join(etc, "manifests")}
+	for _, d := range []string{pki, node.ManifestsDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	// Every node shares the first one's CAs and service-account key, as
+	// kubeadm join --control-plane copies them.
+	if len(n.Nodes) > 0 {
+		from := filepath.Join(n.Nodes[0].Root, "etc", "kubernetes", "pki")
+		for _, f := range sharedPKI {
+			data, err := os.ReadFile(filepath.Join(from, f))
+			if err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(filepath.Join(pki, f), data, 0o600); err != nil { //nolint:gosec // the harness's own directory
+				return nil, err
+			}
+		}
+	}
+	if len(spec.Patches) > 0 {
+		node.PatchesDir = filepath.Join(etc, "patches")
+		if err := os.MkdirAll(node.PatchesDir, 0o700); err != nil {
+			return nil, err
+		}
+		for name, content := range spec.Patches {
+			if err := os.WriteFile(filepath.Join(node.PatchesDir, name), []byte(content), 0o600); err != nil {
+				return nil, err
+			}
+		}
+	}
+	opts.Log("%s: certificates and kubeconfigs with kubeadm", spec.Name)
+	// Certificates and kubeconfigs go straight into the node's root: a
+	// private copy of the configuration points kubeadm there.
+	private := filepath.Join(root, "kubeadm-certs.yaml")
+	clusterConfig := strings.Replace(n.ClusterConfig, "kind: ClusterConfiguration\n",
+		"kind: ClusterConfiguration\ncertificatesDir: "+pki+"\n", 1)
+	if err := os.WriteFile(private, []byte(node.ConfigFile(clusterConfig)), 0o600); err != nil {
+		return nil, err
+	}
+	if _, err := n.Kubeadm(ctx, "init", "phase", "certs", "all", "--config", private); err != nil {
+		return nil, err
+	}
+	if _, err := n.Kubeadm(ctx, "init", "phase", "kubeconfig", "all", "--config", private, "--kubeconfig-dir", etc); err != nil {
+		return nil, err
+	}
+	opts.Log("%s: initial static Pod manifests with kubeadm", spec.Name)
+	file := filepath.Join(root, "kubeadm.yaml")
+	if err := os.WriteFile(file, []byte(node.ConfigFile(n.ClusterConfig)), 0o600); err != nil {
+		return nil, err
+	}
+	if err := RenderManifests(ctx, n.Bins.Kubeadm, file, node.ManifestsDir); err != nil {
+		return nil, err
+	}
+	return node, nil
+}
+
+// RenderManifests writes the static Pod manifests of kubeadm config file
+// into dir with `kubeadm init phase control-plane all --dry-run`.
+func RenderManifests(ctx context.Context, kubeadm, configFile, dir string) error {
+	cmd := exec.CommandContext(ctx, kubeadm, "init", "phase", "control-plane", "all", "--config", configFile, "--dry-run")
+	cmd.Env = append(os.Environ(), "KUBEADM_INIT_DRYRUN_DIR="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("kubeadm init phase control-plane all: %w: %s", err, out)
+	}
+	return nil
+}
+
+// Kubeadm runs the built kubeadm.
+func (n *Nodes) Kubeadm(ctx context.Context, args ...string) ([]byte, error) {
+	return n.base.Kubeadm(ctx, args...)
+}
+
+// Clientset returns a system:masters client through the load balancer.
+func (n *Nodes) Clientset() (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", n.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	return kubernetes.NewForConfig(cfg)
+}
+
+// waitAPI waits until every node's API server is ready.
+func (n *Nodes) waitAPI(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // readiness probe
+	for _, node := range n.Nodes {
+		url := fmt.Sprintf("https://%s/readyz", net.JoinHostPort(node.Address, fmt.Sprint(node.BindPort)))
+		for {
+			resp, err := client.Get(url)
+			if err == nil {
+				_ = resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("the API server of %s is not ready: %s", node.Name, lastLines(filepath.Join(node.Root, "logs", "kube-apiserver.log"), 5))
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// WaitReady waits until every node's three mirror Pods are Ready.
+func (n *Nodes) WaitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client, err := n.Clientset()
+	if err != nil {
+		return err
+	}
+	for _, node := range n.Nodes {
+		for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+			name := c + "-" + node.Name
+			for {
+				pod, err := client.CoreV1().Pods("kube-system").Get(ctx, name, metav1.GetOptions{})
+				if err == nil && len(pod.Status.ContainerStatuses) == 1 && pod.Status.ContainerStatuses[0].Ready {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("mirror Pod %s is not Ready (%w); logs in %s", name, errors.Join(err, ctx.Err()), filepath.Join(node.Root, "logs"))
+				case <-time.After(300 * time.Millisecond):
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Stop stops the runners, the load balancer and etcd.
+func (n *Nodes) Stop() {
+	for _, node := range n.Nodes {
+		if node.Runner != nil {
+			node.Runner.Stop()
+		}
+	}
+	if n.lb != nil {
+		n.lb.Close()
+	}
+	n.base.Stop()
+}

@@ -1,0 +1,422 @@
+package cmd
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+)
+
+const reconfigureLong = `Apply the ClusterConfiguration to this node's control-plane static Pods.
+
+Changing kubeadm-config changes nothing by itself: every control-plane node's
+static Pod manifests must be regenerated from it. reconfigure does that on the
+node it runs on. It builds the node's kubeadm config file from the live
+ClusterConfiguration (or a backup) and an InitConfiguration of the same
+apiVersion holding this node's own values, read back from its running
+kube-apiserver manifest as 'kubeadm upgrade node' does (the advertise endpoint
+annotation; the node name is the hostname) unless given. The real kubeadm
+renders the manifests ('kubeadm init phase control-plane COMPONENT --dry-run'
+into a private temporary directory), so nothing is rendered by hand and
+kubeadm writes nothing under /etc/kubernetes. Per-node values never go into
+the ConfigMap: reconfigure does not write it at all.
+
+A component whose rendered manifest equals the running one is left alone.
+The others are changed one at a time, kube-apiserver first, then
+kube-controller-manager, then kube-scheduler: the running manifest is backed
+up beside the ClusterConfiguration backups, replaced atomically, and then
+reconfigure waits until the kubelet runs the new one (its mirror Pod's
+kubernetes.io/config.hash changes, as kubeadm upgrade waits) and the
+component answers its manifest's own probe. While kube-apiserver restarts,
+the API may be down on this node: that is waited through. A component the
+kubelet reports crash-looping on its new manifest fails at once.
+
+If a component is not healthy within --wait, the previous manifests of every
+component this run changed are put back and waited for, and reconfigure exits
+8 (failed, node back on its previous configuration), or 9 when they do not
+come back healthy either (a component may be down; the error names it).
+Nothing else exits 8 or 9. After a fully healthy run, the ClusterConfiguration
+backup it applied becomes this node's last known good ('backup list' shows
+it), which --latest-good applies again.
+
+Progress goes to stderr: one line per change when stderr is not a terminal,
+nothing with -o.`
+
+const reconfigureExample = `  # See what would change on this node, without changing it
+  kubectl kubeadmcfg reconfigure --diff
+
+  # Apply the live ClusterConfiguration to this node's control plane
+  kubectl kubeadmcfg reconfigure
+
+  # Only the API server, with the node's kubeadm patches, waiting at most 2 minutes
+  kubectl kubeadmcfg reconfigure --components apiserver --patches /etc/kubernetes/patches --wait 2m
+
+  # Go back to the configuration this node last ran healthy
+  kubectl kubeadmcfg reconfigure --latest-good`
+
+// ReconfigureOptions carries the ClusterConfiguration to this node's
+// control-plane static Pods.
+type ReconfigureOptions struct {
+	Cluster *ClusterFlags
+	Backup  *BackupFlags
+	Print   *PrintFlags
+
+	Components   []string
+	FromBackup   string
+	LatestGood   bool
+	Node         clusterconfig.NodeConfig
+	ManifestsDir string
+	Kubeadm      string
+	Wait         time.Duration
+	DryRun       string
+	Diff         bool
+	NoRollback   bool
+	Key          string
+
+	components  []controlplane.Component
+	bindPortSet bool
+	engine      *engine.Engine
+	server      string
+	genericiooptions.IOStreams
+}
+
+// NewReconfigureOptions returns options with defaults.
+func NewReconfigureOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *ReconfigureOptions {
+	return &ReconfigureOptions{
+		Cluster: cluster, Backup: NewBackupFlags(), Print: NewPrintFlags(),
+		Components:   []string{string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler)},
+		ManifestsDir: "/etc/kubernetes/manifests", Kubeadm: "kubeadm", Wait: 5 * time.Minute,
+		DryRun: string(engine.DryRunNone), Key: engine.DefaultKey, IOStreams: streams,
+	}
+}
+
+// NewCmdReconfigure builds the reconfigure command.
+func NewCmdReconfigure(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewReconfigureOptions(cluster, streams)
+	cmd := &cobra.Command{
+		Use:     "reconfigure",
+		Short:   "Apply the ClusterConfiguration to this node's control plane, health-checked, rolled back on failure",
+		Long:    reconfigureLong,
+		Example: reconfigureExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return run(cmd.Context(), o, cmd, args)
+		},
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// AddFlags binds the options' flags.
+func (o *ReconfigureOptions) AddFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringSliceVar(&o.Components, "components", o.Components, "Components to reconfigure, always in the order apiserver, controller-manager, scheduler")
+	fs.StringVar(&o.FromBackup, "from-backup", o.FromBackup, "Apply the ClusterConfiguration of this backup instead of the live one")
+	fs.BoolVar(&o.LatestGood, "latest-good", o.LatestGood, "Apply this node's last known good ClusterConfiguration (see 'backup list')")
+	addNodeFlags(cmd, &o.Node, "")
+	fs.Lookup("node-name").Usage = "This node's name, which names its mirror Pods (default: the hostname, lowercased)"
+	fs.Lookup("advertise-address").Usage = "This node's API server advertise address (default: read from its kube-apiserver manifest)"
+	fs.Lookup("bind-port").Usage = "This node's API server port (default: read from its kube-apiserver manifest)"
+	fs.StringVar(&o.Node.PatchesDir, "patches", o.Node.PatchesDir, "Directory of kubeadm patches this node's manifests are rendered with")
+	fs.StringVar(&o.ManifestsDir, "manifests-dir", o.ManifestsDir, "The kubelet's static Pod manifests directory")
+	fs.StringVar(&o.Kubeadm, "kubeadm", o.Kubeadm, "The kubeadm binary that renders the manifests (1.37 or later)")
+	fs.DurationVar(&o.Wait, "wait", o.Wait, "How long each changed component may take to come up healthy before the rollback")
+	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `One of none, client. "client" (or --dry-run alone) prints the diff of each manifest that would change, and changes nothing`)
+	fs.Lookup("dry-run").NoOptDefVal = string(engine.DryRunClient)
+	fs.BoolVar(&o.Diff, "diff", o.Diff, "Print a unified diff of each manifest that would change, and change nothing (as --dry-run)")
+	fs.BoolVar(&o.NoRollback, "no-rollback", o.NoRollback, "Leave a component that does not come up as it is (debugging)")
+	fs.StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
+	o.Backup.AddFlags(cmd, false)
+	o.Print.AddFlags(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("components", fixedCompletion(
+		string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler)))
+	_ = cmd.RegisterFlagCompletionFunc("from-backup", completeBackupNames(o.Backup))
+	_ = cmd.RegisterFlagCompletionFunc("dry-run", fixedCompletion(string(engine.DryRunNone), string(engine.DryRunClient)))
+}
+
+// Complete fills the node name and builds the read-only client.
+func (o *ReconfigureOptions) Complete(cmd *cobra.Command, _ []string) error {
+	o.bindPortSet = cmd.Flags().Changed("bind-port")
+	if err := o.Print.Complete(); err != nil {
+		return err
+	}
+	if o.Node.Name == "" {
+		name, err := controlplane.NodeName()
+		if err != nil {
+			return exitcode.Failuref("cannot read the hostname for the node name (give --node-name): %w", err)
+		}
+		o.Node.Name = name
+	}
+	c, err := o.Cluster.Clients()
+	if err != nil {
+		return err
+	}
+	o.engine, o.server = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{}), c.Server
+	return nil
+}
+
+// Validate checks the flags without I/O.
+func (o *ReconfigureOptions) Validate() error {
+	comps, err := controlplane.ParseComponents(o.Components)
+	if err != nil {
+		return exitcode.Usagef("--components: %w", err)
+	}
+	o.components = comps
+	if o.FromBackup != "" && o.LatestGood {
+		return exitcode.Usagef("give --from-backup or --latest-good, not both")
+	}
+	if err := validateNode(o.Node, o.bindPortSet); err != nil {
+		return err
+	}
+	switch o.DryRun {
+	case string(engine.DryRunNone), string(engine.DryRunClient):
+	case string(engine.DryRunServer):
+		return exitcode.Usagef(`--dry-run must be none or client, not "server": reconfigure changes files on this node, not objects in the API`)
+	default:
+		return exitcode.Usagef("--dry-run must be none or client, not %q", o.DryRun)
+	}
+	if o.Wait <= 0 {
+		return exitcode.Usagef("--wait must be positive, not %s", o.Wait)
+	}
+	if strings.TrimSpace(o.ManifestsDir) == "" {
+		return exitcode.Usagef("--manifests-dir must not be empty")
+	}
+	if strings.TrimSpace(o.Kubeadm) == "" {
+		return exitcode.Usagef("--kubeadm must not be empty")
+	}
+	if strings.TrimSpace(o.Key) == "" {
+		return exitcode.Usagef("--key must not be empty")
+	}
+	return o.Backup.Validate()
+}
+
+// dryRun reports whether the run only shows what would change.
+func (o *ReconfigureOptions) dryRun() bool { return o.DryRun == string(engine.DryRunClient) || o.Diff }
+
+// allComponents reports whether every component is reconfigured, which a
+// last known good needs: it stands for the whole control plane.
+func (o *ReconfigureOptions) allComponents() bool {
+	return len(o.components) == len(controlplane.Components())
+}
+
+// Run renders, compares, applies and reports.
+func (o *ReconfigureOptions) Run(ctx context.Context) error {
+	p := newReconfigurePrinter(o.ErrOut, o.Print.Human())
+	defer p.done()
+	if !o.dryRun() {
+		unlock, err := controlplane.Lock(o.ManifestsDir)
+		if err != nil {
+			var busy *controlplane.BusyError
+			if errors.As(err, &busy) {
+				return exitcode.New(exitcode.Conflict, err)
+			}
+			return exitcode.WithHint(exitcode.New(exitcode.Failure, err), "check --manifests-dir")
+		}
+		defer unlock()
+	}
+	src, err := o.source(ctx, p)
+	if err != nil {
+		return err
+	}
+	node, err := controlplane.Discover(o.ManifestsDir, o.Node)
+	if err != nil {
+		return exitcode.WithHint(exitcode.New(exitcode.Failure, err), "give --advertise-address and --bind-port")
+	}
+	file, err := clusterconfig.ConfigFile(src.document, src.apiVersion, node)
+	if err != nil {
+		return exitcode.Failuref("build this node's kubeadm config file: %w", err)
+	}
+	p.line("rendering the manifests of node %s (advertise address %s, port %d) with %s from %s",
+		node.Name, node.AdvertiseAddress, node.BindPort, o.Kubeadm, src.label)
+	rendered, err := controlplane.Renderer{Kubeadm: o.Kubeadm}.Render(ctx, file, o.components)
+	if err != nil {
+		var kerr *controlplane.KubeadmError
+		if errors.As(err, &kerr) {
+			return exitcode.New(exitcode.Failure, err)
+		}
+		return exitcode.WithHint(exitcode.New(exitcode.Failure, err), "check --kubeadm")
+	}
+	plan, err := controlplane.NewPlan(o.ManifestsDir, rendered, o.components)
+	if err != nil {
+		return exitcode.WithHint(err, "check --manifests-dir and --components")
+	}
+	res := newReconfigureResult(node.Name, src, plan)
+	if o.dryRun() {
+		res.DryRun, res.Diff = true, manifestDiff(plan)
+		return o.print(res)
+	}
+	applyOpts := controlplane.Options{Node: node.Name, Pods: o.engine, Wait: o.Wait, NoRollback: o.NoRollback, Progress: p.event}
+	if !plan.Changed() {
+		if err := o.markHealthy(ctx, src, plan, applyOpts, res); err != nil {
+			return err
+		}
+		return o.print(res)
+	}
+	applied, err := o.appliedBackup(src)
+	if err != nil {
+		return err
+	}
+	res.Backup = applied.Name
+	applyOpts.Backup = &manifestBackups{store: o.Backup.Store(), config: applied.Name, node: node.Name}
+	outcomes, applyErr := controlplane.Apply(ctx, plan, applyOpts)
+	res.setOutcomes(outcomes)
+	if applyErr != nil {
+		p.done()
+		res.Error, res.ExitCode = exitcode.Message(applyErr), int(exitcode.FromError(applyErr))
+		if !o.Print.Human() {
+			_ = o.Print.Print(o.Out, res)
+		}
+		return applyErr
+	}
+	o.markLastGood(applied, res)
+	return o.print(res)
+}
+
+// reconfigureSource is the ClusterConfiguration a run applies.
+type reconfigureSource struct {
+	document   []byte
+	apiVersion string
+	// cm is the live ConfigMap it was read from; nil for a backup.
+	cm *corev1.ConfigMap
+	// backup is the backup it came from; nil for the live document.
+	backup *backup.Backup
+	label  string
+}
+
+// source reads the ClusterConfiguration to apply: the live one, the backup
+// named, or this node's last known good.
+func (o *ReconfigureOptions) source(ctx context.Context, p *reconfigurePrinter) (*reconfigureSource, error) {
+	store := o.Backup.Store()
+	if o.FromBackup == "" && !o.LatestGood {
+		cm, err := o.engine.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := engine.DocumentOf(cm, o.engine.Target())
+		if err != nil {
+			return nil, err
+		}
+		doc, err := clusterconfig.Parse([]byte(raw))
+		if err != nil {
+			return nil, exitcode.Invalidf("the live ClusterConfiguration cannot be applied: %w", err)
+		}
+		return &reconfigureSource{document: []byte(raw), apiVersion: doc.APIVersion(), cm: cm,
+			label: fmt.Sprintf("the live ClusterConfiguration (resourceVersion %s)", cm.ResourceVersion)}, nil
+	}
+	var b *backup.Backup
+	var err error
+	if o.LatestGood {
+		b, err = store.LastGood(o.Cluster.Namespace(), o.Cluster.ConfigMap, o.Node.Name)
+	} else {
+		b, err = store.Read(o.FromBackup)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if problems := b.Verify(clusterconfig.ValidateOptions{}); len(problems) > 0 {
+		return nil, exitcode.Invalidf("backup %s failed verification, nothing was changed: %s", b.Name, strings.Join(problems, "; "))
+	}
+	// A backup of another cluster, or of another Kubernetes version, would
+	// take this node somewhere it never was. When the API is down (the
+	// reason to go back, often), the check is left out, with a warning.
+	cm, err := o.engine.Get(ctx)
+	switch {
+	case err == nil:
+		if err := b.CheckTarget(cm, o.Key); err != nil {
+			return nil, err
+		}
+	case errors.Is(err, engine.ErrUnreachable):
+		p.warn("cannot compare backup %s with the live ConfigMap (%s); applying it anyway", b.Name, exitcode.Message(err))
+	default:
+		return nil, err
+	}
+	return &reconfigureSource{document: b.Document, apiVersion: b.APIVersion, backup: b, label: "backup " + b.Name}, nil
+}
+
+// appliedBackup is the ClusterConfiguration backup a run applies: the
+// backup it came from, or a backup of the live document taken now (the
+// node's last known good already, when it holds the same document).
+func (o *ReconfigureOptions) appliedBackup(src *reconfigureSource) (*backup.Backup, error) {
+	if src.backup != nil {
+		return src.backup, nil
+	}
+	store := o.Backup.Store()
+	sum := sha256.Sum256(src.document)
+	if lg, err := store.LastGood(o.Cluster.Namespace(), o.Cluster.ConfigMap, o.Node.Name); err == nil &&
+		lg.UID == string(src.cm.UID) && lg.SHA256 == hex.EncodeToString(sum[:]) {
+		return lg, nil
+	}
+	hook := &backup.Hook{Store: store, Keep: o.Backup.Keep, Server: o.server, Reason: backup.ReasonReconfigure}
+	b, err := hook.Save(src.cm, o.Key, nil)
+	if err != nil {
+		return nil, exitcode.WithHint(fmt.Errorf("back up the ClusterConfiguration to apply, nothing was changed: %w", err), "check --backup-dir")
+	}
+	return b, nil
+}
+
+// markHealthy makes the configuration a node already runs its last known
+// good, when every component is on it and healthy. Only a refusal to read
+// the mirror Pods is an error: the rights are missing.
+func (o *ReconfigureOptions) markHealthy(ctx context.Context, src *reconfigureSource, plan *controlplane.Plan, opts controlplane.Options, res *ReconfigureResult) error {
+	if !o.allComponents() {
+		return nil
+	}
+	if err := controlplane.Check(ctx, plan, opts); err != nil {
+		if exitcode.FromError(err) == exitcode.Forbidden {
+			return err
+		}
+		res.Warnings = append(res.Warnings, "not recorded as the last known good: "+exitcode.Message(err))
+		return nil
+	}
+	applied, err := o.appliedBackup(src)
+	if err != nil {
+		res.Warnings = append(res.Warnings, "not recorded as the last known good: "+exitcode.Message(err))
+		return nil
+	}
+	res.Backup = applied.Name
+	o.markLastGood(applied, res)
+	return nil
+}
+
+// markLastGood records b as the node's last known good after a healthy run
+// over every component.
+func (o *ReconfigureOptions) markLastGood(b *backup.Backup, res *ReconfigureResult) {
+	if !o.allComponents() {
+		res.Warnings = append(res.Warnings, "not recorded as the last known good: only "+strings.Join(o.Components, ",")+" reconfigured")
+		return
+	}
+	if err := o.Backup.Store().MarkLastGood(b, res.Node); err != nil {
+		res.Warnings = append(res.Warnings, "the node is healthy, but its last known good was not recorded: "+exitcode.Message(err))
+		return
+	}
+	res.LastKnownGood = b.Name
+}
+
+// manifestBackups keeps the manifests a run replaces beside the
+// ClusterConfiguration backup it applies.
+type manifestBackups struct {
+	store  *backup.Store
+	config string
+	node   string
+}
+
+func (m *manifestBackups) BackupManifest(c controlplane.Component, path string, manifest []byte) (string, error) {
+	b, err := m.store.WriteManifest(manifest, backup.ManifestMeta{Node: m.node, Component: c.PodName(), Path: path, ConfigBackup: m.config})
+	if err != nil {
+		return "", err
+	}
+	return b.Name, nil
+}

@@ -1,0 +1,138 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Renderer renders static Pod manifests with the real kubeadm, never by
+// hand: `kubeadm init phase control-plane COMPONENT --config FILE --dry-run`
+// with KUBEADM_INIT_DRYRUN_DIR set to a private temporary directory, where
+// kubeadm 1.37 writes the manifests it would install. kubeadm writes nothing
+// else, and nothing under /etc/kubernetes.
+type Renderer struct {
+	// Kubeadm is the kubeadm binary: a path, or a name looked up in PATH.
+	Kubeadm string
+}
+
+// Render renders the manifests of components from configFile, a kubeadm
+// config file holding a ClusterConfiguration and this node's
+// InitConfiguration.
+func (r Renderer) Render(ctx context.Context, configFile []byte, components []Component) (map[Component][]byte, error) {
+	bin, err := exec.LookPath(r.Kubeadm)
+	if err != nil {
+		return nil, fmt.Errorf("cannot run kubeadm: %w", err)
+	}
+	// Without KUBEADM_INIT_DRYRUN_DIR a dry run writes under
+	// /etc/kubernetes/tmp, and 1.37 is the release known to honour it:
+	// refuse an older kubeadm before it runs.
+	if err := checkVersion(ctx, bin); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "kubeadmcfg-render-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	config := filepath.Join(dir, "kubeadm.yaml")
+	if err := os.WriteFile(config, configFile, 0o600); err != nil {
+		return nil, err
+	}
+	out := map[Component][]byte{}
+	for _, c := range components {
+		manifests := filepath.Join(dir, string(c))
+		if err := os.Mkdir(manifests, 0o700); err != nil {
+			return nil, err
+		}
+		cmd := exec.CommandContext(ctx, bin, "init", "phase", "control-plane", string(c), "--config", config, "--dry-run")
+		cmd.Env = append(os.Environ(), "KUBEADM_INIT_DRYRUN_DIR="+manifests)
+		var output bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &output, &output
+		if err := cmd.Run(); err != nil {
+			return nil, &KubeadmError{Component: c, Err: err, Output: output.String()}
+		}
+		data, err := os.ReadFile(filepath.Join(manifests, c.File()))
+		if err != nil {
+			return nil, fmt.Errorf("kubeadm rendered no %s manifest (is it 1.37 or later, which honours KUBEADM_INIT_DRYRUN_DIR?): %w", c.PodName(), err)
+		}
+		out[c] = data
+	}
+	return out, nil
+}
+
+// MinKubeadmMinor is the oldest kubeadm 1.x that renders into
+// KUBEADM_INIT_DRYRUN_DIR.
+const MinKubeadmMinor = 37
+
+// checkVersion refuses a kubeadm older than 1.37.
+func checkVersion(ctx context.Context, bin string) error {
+	out, err := exec.CommandContext(ctx, bin, "version", "-o", "short").Output()
+	if err != nil {
+		return fmt.Errorf("cannot run %s version: %w", bin, err)
+	}
+	v := strings.TrimSpace(string(out))
+	if _, err := parseMinor(v); err != nil {
+		return fmt.Errorf("%s reports version %q: %w", bin, v, err)
+	}
+	return nil
+}
+
+// parseMinor reads the minor release of a kubeadm version such as v1.37.2,
+// refusing anything before 1.37.
+func parseMinor(v string) (int, error) {
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) < 2 || parts[0] != "1" {
+		return 0, errors.New("want a kubeadm 1.x release")
+	}
+	minor, err := strconv.Atoi(parts[1])
+	if err != nil {
+		return 0, errors.New("want a kubeadm 1.x release")
+	}
+	if minor < MinKubeadmMinor {
+		return minor, fmt.Errorf("kubeadm 1.%d is not known to render into KUBEADM_INIT_DRYRUN_DIR (without it a dry run writes under /etc/kubernetes/tmp); reconfigure needs 1.%d or later", minor, MinKubeadmMinor)
+	}
+	return minor, nil
+}
+
+// KubeadmError is kubeadm refusing to render a manifest; Output is what it
+// said.
+type KubeadmError struct {
+	Component Component
+	Err       error
+	Output    string
+}
+
+func (e *KubeadmError) Error() string {
+	return fmt.Sprintf("kubeadm could not render the %s manifest: %v: %s", e.Component.PodName(), e.Err, kubeadmSays(e.Output))
+}
+
+func (e *KubeadmError) Unwrap() error { return e.Err }
+
+// klogInfo matches klog's info and warning lines.
+var klogInfo = regexp.MustCompile(`^[IW]\d{4} \d\d:\d\d:\d\d`)
+
+// kubeadmSays picks kubeadm's own error lines out of its output, leaving
+// out the progress lines and the hint about --v=5.
+func kubeadmSays(output string) string {
+	var keep []string
+	for _, line := range strings.Split(output, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "", strings.HasPrefix(line, "["), strings.HasPrefix(line, "To see the stack trace"), klogInfo.MatchString(line):
+			continue
+		}
+		keep = append(keep, line)
+	}
+	if len(keep) == 0 {
+		return strings.TrimSpace(output)
+	}
+	return strings.Join(keep, "; ")
+}
