@@ -1,0 +1,140 @@
+package testcluster
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The processes of the static Pods: started with the node's paths, stopped
+// with a grace period, reaped when they exit.
+
+// start runs the manifest's command with the real binary and the host paths
+// mapped.
+func (r *Runner) start(p *staticPod) {
+	c := p.pod.Spec.Containers[0]
+	argv := append(append([]string{}, c.Command...), c.Args...)
+	if len(argv) == 0 {
+		return
+	}
+	bin, ok := r.opts.Binaries[argv[0]]
+	if !ok {
+		r.opts.Log("%s: no binary for %q", r.opts.Node, argv[0])
+		p.next = time.Now().Add(time.Hour)
+		return
+	}
+	args := r.mapPaths(p.pod, argv[1:])
+	if err := os.MkdirAll(r.opts.Logs, 0o700); err != nil {
+		return
+	}
+	logFile, err := os.OpenFile(filepath.Join(r.opts.Logs, p.pod.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "=== %s starting (config hash %s)\n", time.Now().Format(time.RFC3339Nano), p.hash)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = r.opts.Root, logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		r.opts.Log("%s: start %s: %v", r.opts.Node, p.pod.Name, err)
+		p.next = time.Now().Add(time.Second)
+		return
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	p.cmd, p.exited, p.started = cmd, exited, time.Now()
+}
+
+// mapPaths rewrites the paths of the manifest's host-path mounts under
+// /etc/kubernetes to their place in the node's root.
+func (r *Runner) mapPaths(pod *corev1.Pod, args []string) []string {
+	hostPaths := map[string]string{}
+	for _, v := range pod.Spec.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = v.HostPath.Path
+		}
+	}
+	type mount struct{ from, to string }
+	var mounts []mount
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		host := hostPaths[m.Name]
+		if host == "/etc/kubernetes" || strings.HasPrefix(host, "/etc/kubernetes/") {
+			mounts = append(mounts, mount{from: m.MountPath, to: filepath.Join(r.opts.Root, host)})
+		}
+	}
+	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i].from) > len(mounts[j].from) })
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		for _, m := range mounts {
+			if j := strings.Index(a, m.from); j >= 0 && (j == 0 || a[j-1] == '=') {
+				rest := a[j+len(m.from):]
+				if rest == "" || rest[0] == '/' {
+					out[i] = a[:j] + m.to + rest
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// reap notices a process that exited: a crash, restarted after a backoff
+// (1s, 2s, 4s, ... up to 10s) unless held.
+func (r *Runner) reap(p *staticPod) {
+	if p.cmd == nil {
+		return
+	}
+	select {
+	case <-p.exited:
+	default:
+		return
+	}
+	p.lastExit = int32(p.cmd.ProcessState.ExitCode()) //nolint:gosec // an exit status fits
+	p.cmd, p.exited, p.ready = nil, nil, false
+	p.crashes++
+	p.restarts++
+	backoff := min(time.Second<<min(p.restarts-1, 4), 10*time.Second)
+	p.next = time.Now().Add(backoff)
+	r.opts.Log("%s: %s exited with code %d, restarting in %s", r.opts.Node, p.pod.Name, p.lastExit, backoff)
+}
+
+// grace is how long p may take to stop.
+func (r *Runner) grace(p *staticPod) time.Duration {
+	if r.opts.Grace > 0 {
+		return r.opts.Grace
+	}
+	if g := p.pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return 30 * time.Second
+}
+
+// terminate stops a process, as the kubelet does: SIGTERM, and SIGKILL
+// after grace. It does not wait: p.stopping closes when the process is gone.
+func (r *Runner) terminate(p *staticPod, grace time.Duration) {
+	if p.cmd == nil {
+		return
+	}
+	proc, exited := p.cmd.Process, p.exited
+	p.cmd, p.exited, p.ready, p.stopping = nil, nil, false, exited
+	_ = proc.Signal(syscall.SIGTERM)
+	go func() {
+		select {
+		case <-exited:
+		case <-time.After(grace):
+			_ = proc.Kill()
+		}
+	}()
+}
