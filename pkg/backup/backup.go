@@ -17,13 +17,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/lazyregexp"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -37,9 +35,7 @@ const timeLayout = "20060102T150405.000000000Z"
 
 // namePattern matches the names Store writes: time first, so names sort by
 // time; a random suffix, so concurrent backups never collide.
-var namePattern = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(\d{8}T\d{6}\.\d{9}Z)-([a-z0-9.-]+)-rv(\d+)-([0-9a-f]{8})\.yaml$`)
-})
+var namePattern = lazyregexp.New(`^(\d{8}T\d{6}\.\d{9}Z)-([a-z0-9.-]+)-rv(\d+)-([0-9a-f]{8})\.yaml$`)
 
 // Meta is what a backup records about the document it holds.
 type Meta struct {
@@ -139,46 +135,21 @@ func (s *Store) List() ([]string, error) {
 		return nil, err
 	}
 	s.cleanTemp()
-	entries, err := os.ReadDir(s.Dir)
-	if err != nil {
-		return nil, exitcode.Failuref("list backups: %w", err)
-	}
-	var names []string
-	for _, e := range entries {
-		if namePattern().MatchString(e.Name()) {
-			names = append(names, e.Name())
-		}
-	}
-	slices.Sort(names)
-	return names, nil
+	return s.names(namePattern, "backups")
 }
 
 // Read opens one backup by name, checking that it is a regular file (not a
 // symlink) and that its header parses. It does not check the checksum.
 func (s *Store) Read(name string) (*Backup, error) {
-	if name != filepath.Base(name) || !namePattern().MatchString(name) {
-		return nil, exitcode.Usagef("%q is not a backup name (see 'kubectl kubeadmcfg backup list')", name)
-	}
-	path := filepath.Join(s.Dir, name)
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, exitcode.NotFoundf("backup %s not found in %s", name, s.Dir)
-	}
+	data, path, size, err := s.readFile(name, "backup", namePattern)
 	if err != nil {
-		return nil, exitcode.Failuref("read backup: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, exitcode.Invalidf("backup %s is not a regular file (a symlink or other entry is never trusted)", name)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, exitcode.Failuref("read backup: %w", err)
+		return nil, err
 	}
 	b, err := parse(data)
 	if err != nil {
 		return nil, exitcode.Invalidf("backup %s: %w", name, err)
 	}
-	b.Name, b.Path, b.Size = name, path, fi.Size()
+	b.Name, b.Path, b.Size = name, path, size
 	return b, nil
 }
 

@@ -2,14 +2,12 @@ package backup
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/lazyregexp"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -33,11 +31,11 @@ type LastGood struct {
 }
 
 // lastGoodPattern matches the marker files: one per ConfigMap and node.
-var lastGoodPattern = regexp.MustCompile(`^last-known-good--([a-z0-9.-]+)--([a-z0-9.-]+)--([a-z0-9.-]+)\.json$`)
+var lastGoodPattern = lazyregexp.New(`^last-known-good--([a-z0-9.-]+)--([a-z0-9.-]+)--([a-z0-9.-]+)\.json$`)
 
 func lastGoodName(namespace, configMap, node string) (string, error) {
 	name := fmt.Sprintf("last-known-good--%s--%s--%s.json", namespace, configMap, node)
-	if !lastGoodPattern.MatchString(name) || strings.Contains(namespace+configMap+node, "--") {
+	if !lastGoodPattern().MatchString(name) || strings.Contains(namespace+configMap+node, "--") {
 		return "", exitcode.Usagef("cannot record a last known good for node %q of configmap %s/%s", node, namespace, configMap)
 	}
 	return name, nil
@@ -71,7 +69,7 @@ func (s *Store) LastGood(namespace, configMap, node string) (*Backup, error) {
 		return nil, err
 	}
 	mark, err := s.readLastGood(name)
-	if errors.Is(err, fs.ErrNotExist) {
+	if exitcode.FromError(err) == exitcode.NotFound {
 		return nil, exitcode.NotFoundf("no last known good configuration of node %s for configmap %s/%s in %s", node, namespace, configMap, s.Dir)
 	}
 	if err != nil {
@@ -89,19 +87,13 @@ func (s *Store) LastGood(namespace, configMap, node string) (*Backup, error) {
 
 // LastGoods returns every last known good recorded in the store.
 func (s *Store) LastGoods() ([]LastGood, error) {
-	entries, err := os.ReadDir(s.Dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	names, err := s.names(lastGoodPattern, "last known good records")
 	if err != nil {
-		return nil, exitcode.Failuref("list last known good records: %w", err)
+		return nil, err
 	}
 	var out []LastGood
-	for _, e := range entries {
-		if !lastGoodPattern.MatchString(e.Name()) {
-			continue
-		}
-		mark, err := s.readLastGood(e.Name())
+	for _, name := range names {
+		mark, err := s.readLastGood(name)
 		if err != nil {
 			return nil, err
 		}
@@ -111,20 +103,9 @@ func (s *Store) LastGoods() ([]LastGood, error) {
 }
 
 func (s *Store) readLastGood(name string) (*LastGood, error) {
-	path := filepath.Join(s.Dir, name)
-	fi, err := os.Lstat(path)
+	data, _, _, err := s.readFile(name, "last known good record", lastGoodPattern)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		return nil, exitcode.Failuref("read %s: %w", name, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, exitcode.Invalidf("%s is not a regular file", name)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, exitcode.Failuref("read %s: %w", name, err)
+		return nil, err
 	}
 	var mark LastGood
 	if err := json.Unmarshal(data, &mark); err != nil || !namePattern().MatchString(mark.Backup) {

@@ -5,15 +5,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/lazyregexp"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/version"
@@ -31,7 +30,7 @@ const manifestMagic = "# kubectl-kubeadmcfg manifest backup v1"
 
 // manifestPattern matches manifest backup names: the ClusterConfiguration
 // backup's name without ".yaml", the time, the node and the Pod's name.
-var manifestPattern = regexp.MustCompile(`^(\d{8}T\d{6}\.\d{9}Z-[a-z0-9.-]+-rv\d+-[0-9a-f]{8})\.(\d{8}T\d{6}\.\d{9}Z)\.([a-z0-9.-]+)\.([a-z0-9-]+)\.manifest$`)
+var manifestPattern = lazyregexp.New(`^(\d{8}T\d{6}\.\d{9}Z-[a-z0-9.-]+-rv\d+-[0-9a-f]{8})\.(\d{8}T\d{6}\.\d{9}Z)\.([a-z0-9.-]+)\.([a-z0-9-]+)\.manifest$`)
 
 // manifestHeaderKeys are the header fields, in file order; sha256 is last.
 var manifestHeaderKeys = []string{"node", "component", "path", "configBackup", "time", "pluginVersion", "sha256"}
@@ -74,7 +73,7 @@ func (s *Store) WriteManifest(manifest []byte, meta ManifestMeta) (*ManifestBack
 	meta.SHA256, meta.Time, meta.PluginVersion = hex.EncodeToString(sum[:]), time.Now().UTC(), version.Version
 	name := fmt.Sprintf("%s.%s.%s.%s.manifest", strings.TrimSuffix(meta.ConfigBackup, ".yaml"),
 		meta.Time.Format(timeLayout), meta.Node, meta.Component)
-	if !manifestPattern.MatchString(name) {
+	if !manifestPattern().MatchString(name) {
 		return nil, exitcode.Failuref("cannot name a backup of the %s manifest of node %q", meta.Component, meta.Node)
 	}
 	values := map[string]string{
@@ -97,23 +96,9 @@ func (s *Store) WriteManifest(manifest []byte, meta ManifestMeta) (*ManifestBack
 // ReadManifest opens one manifest backup by name. Like Read, it refuses
 // anything but a regular file and leaves the checksum to ChecksumOK.
 func (s *Store) ReadManifest(name string) (*ManifestBackup, error) {
-	if name != filepath.Base(name) || !manifestPattern.MatchString(name) {
-		return nil, exitcode.Usagef("%q is not a manifest backup name", name)
-	}
-	path := filepath.Join(s.Dir, name)
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, exitcode.NotFoundf("manifest backup %s not found in %s", name, s.Dir)
-	}
+	data, path, _, err := s.readFile(name, "manifest backup", manifestPattern)
 	if err != nil {
-		return nil, exitcode.Failuref("read manifest backup: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, exitcode.Invalidf("manifest backup %s is not a regular file", name)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, exitcode.Failuref("read manifest backup: %w", err)
+		return nil, err
 	}
 	r := bufio.NewReader(bytes.NewReader(data))
 	first, err := r.ReadString('\n')
@@ -157,25 +142,11 @@ func (s *Store) Manifests(configBackup string) ([]string, error) {
 		return nil, err
 	}
 	base := strings.TrimSuffix(configBackup, ".yaml")
-	return slices.DeleteFunc(all, func(name string) bool { return manifestPattern.FindStringSubmatch(name)[1] != base }), nil
+	return slices.DeleteFunc(all, func(name string) bool { return manifestPattern().FindStringSubmatch(name)[1] != base }), nil
 }
 
 func (s *Store) manifestNames() ([]string, error) {
-	entries, err := os.ReadDir(s.Dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, exitcode.Failuref("list manifest backups: %w", err)
-	}
-	var names []string
-	for _, e := range entries {
-		if manifestPattern.MatchString(e.Name()) {
-			names = append(names, e.Name())
-		}
-	}
-	slices.Sort(names)
-	return names, nil
+	return s.names(manifestPattern, "manifest backups")
 }
 
 // pruneManifestsOf removes the manifest backups of the ClusterConfiguration
@@ -192,7 +163,7 @@ func (s *Store) pruneManifestsOf(removed []string) []string {
 	names, _ := s.manifestNames()
 	var out []string
 	for _, name := range names {
-		if !gone[manifestPattern.FindStringSubmatch(name)[1]] || !s.startsWith(name, manifestMagic) {
+		if !gone[manifestPattern().FindStringSubmatch(name)[1]] || !s.startsWith(name, manifestMagic) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(s.Dir, name)); err == nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/lazyregexp"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -56,7 +58,7 @@ type timeouts struct {
 }
 
 // bootstrapTokenPattern is the form of a bootstrap token, "id.secret".
-var bootstrapTokenPattern = lazyRegexp(`\A([a-z0-9]{6})\.([a-z0-9]{16})\z`)
+var bootstrapTokenPattern = lazyregexp.New(`\A([a-z0-9]{6})\.([a-z0-9]{16})\z`)
 
 // bootstrapTokenString is a bootstrap token, which kubeadm checks while
 // decoding: a token that is not "id.secret" fails the document's decoding.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/lazyregexp"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -133,7 +135,7 @@ func validateCertificateKey(key string, p *field.Path) field.ErrorList {
 
 var (
 	tokenUsages    = []string{"signing", "authentication"}
-	bootstrapGroup = lazyRegexp(`\Asystem:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]\z`)
+	bootstrapGroup = lazyregexp.New(`\Asystem:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]\z`)
 )
 
 func validateBootstrapTokens(tokens []bootstrapToken, p *field.Path) field.ErrorList {

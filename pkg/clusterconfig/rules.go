@@ -5,12 +5,12 @@ import (
 	"net"
 	"net/url"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/lazyregexp"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -55,17 +55,11 @@ var encryptionAlgorithms = []string{"ECDSA-P256", "ECDSA-P384", "RSA-2048", "RSA
 // The patterns kubeadm matches kubernetesVersion with. They are compiled on
 // first use: a command that never validates should not pay for them.
 var (
-	semverPattern  = lazyRegexp(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)([-\w.+]*)?$`)
-	prefixPattern  = lazyRegexp(`^((release|ci)/)?([-\w.+]+)$`)
-	versionLabel   = lazyRegexp(`^((latest|stable)+(-[1-9](\.[1-9](\d)?)?)?)\z`)
+	semverPattern  = lazyregexp.New(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)([-\w.+]*)?$`)
+	prefixPattern  = lazyregexp.New(`^((release|ci)/)?([-\w.+]+)$`)
+	versionLabel   = lazyregexp.New(`^((latest|stable)+(-[1-9](\.[1-9](\d)?)?)?)\z`)
 	kubernetesPath = field.NewPath("kubernetesVersion")
 )
-
-// lazyRegexp compiles expr on first use: the one way this package keeps a
-// regular expression.
-func lazyRegexp(expr string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
-}
 
 // validateVersion checks kubernetesVersion as kubeadm normalises it. A label
 // such as stable-1 would make kubeadm ask the network; the plugin never does,
@@ -270,7 +264,7 @@ func (s *spec) validateFeatureGates(rel *release, r *Report) field.ErrorList {
 
 // imageReference is distribution/reference's grammar for a repository name,
 // which kubeadm applies to "<imageRepository>/name:tag".
-var imageReference = lazyRegexp(func() string {
+var imageReference = lazyregexp.New(func() string {
 	alnum := `[a-z0-9]+`
 	sep := `(?:[._]|__|[-]+)`
 	component := alnum + `(?:` + sep + alnum + `)*`

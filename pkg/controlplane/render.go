@@ -8,9 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/lazyregexp"
 )
 
 // Renderer renders static Pod manifests with the real kubeadm, never by
@@ -117,7 +118,7 @@ func (e *KubeadmError) Error() string {
 func (e *KubeadmError) Unwrap() error { return e.Err }
 
 // klogInfo matches klog's info and warning lines.
-var klogInfo = regexp.MustCompile(`^[IW]\d{4} \d\d:\d\d:\d\d`)
+var klogInfo = lazyregexp.New(`^[IW]\d{4} \d\d:\d\d:\d\d`)
 
 // kubeadmSays picks kubeadm's own error lines out of its output, leaving
 // out the progress lines and the hint about --v=5.
@@ -126,7 +127,7 @@ func kubeadmSays(output string) string {
 	for _, line := range strings.Split(output, "\n") {
 		line = strings.TrimSpace(line)
 		switch {
-		case line == "", strings.HasPrefix(line, "["), strings.HasPrefix(line, "To see the stack trace"), klogInfo.MatchString(line):
+		case line == "", strings.HasPrefix(line, "["), strings.HasPrefix(line, "To see the stack trace"), klogInfo().MatchString(line):
 			continue
 		}
 		keep = append(keep, line)

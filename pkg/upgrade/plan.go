@@ -189,7 +189,7 @@ func (p *Plan) Instantiate(nodes []string) (*Plan, error) {
 		}
 		seen := map[string]bool{}
 		for _, n := range nodes {
-			if !nodeName.MatchString(n) || len(n) > 253 {
+			if !nodeName().MatchString(n) || len(n) > 253 {
 				problems = append(problems, fmt.Sprintf("control-plane node %q is not a node name", n))
 			}
 			if seen[n] {

@@ -3,9 +3,10 @@ package upgrade
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/lazyregexp"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -25,9 +26,9 @@ func (p *Plan) Check() error {
 // stateName is what a state or host status may be called: lowercase
 // letters, digits, '-' and '.', as node names are.
 var (
-	stateName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+	stateName = lazyregexp.New(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 	nodeName  = stateName
-	planName  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	planName  = lazyregexp.New(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 )
 
 // maxStateName bounds a state's name.
@@ -36,7 +37,7 @@ const maxStateName = 253
 // CheckStateName checks the spelling of a state or host status name, which
 // commands can do before they know the plan.
 func CheckStateName(name string) error {
-	if !stateName.MatchString(name) || len(name) > maxStateName {
+	if !stateName().MatchString(name) || len(name) > maxStateName {
 		return fmt.Errorf("%q is not a state name (lowercase letters, digits, '-' and '.')", name)
 	}
 	return nil
@@ -44,7 +45,7 @@ func CheckStateName(name string) error {
 
 // CheckNodeName checks a node's name.
 func CheckNodeName(name string) error {
-	if !nodeName.MatchString(name) || len(name) > 253 {
+	if !nodeName().MatchString(name) || len(name) > 253 {
 		return fmt.Errorf("%q is not a node name (lowercase letters, digits, '-' and '.')", name)
 	}
 	return nil
@@ -57,7 +58,7 @@ func CheckNodeName(name string) error {
 func (p *Plan) Validate() error {
 	var problems []string
 	add := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
-	if !planName.MatchString(p.Name) {
+	if !planName().MatchString(p.Name) {
 		add("name %q must be lowercase letters, digits and '-'", p.Name)
 	}
 	if len(p.Steps) == 0 {
