@@ -186,9 +186,22 @@ func (e *env) plugin(args ...string) result {
 
 func run(t *testing.T, name string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	return runLong(t, 2*time.Minute, name, args...)
+}
+
+// runLong is run with another time budget (a reconfiguration waits for
+// components to restart).
+func runLong(t *testing.T, timeout time.Duration, name string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
+	return runCmd(t, exec.CommandContext(ctx, name, args...))
+}
+
+// runCmd runs a prepared command and collects what it printed and its exit
+// code; a command that cannot run fails the test.
+func runCmd(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -197,7 +210,7 @@ func run(t *testing.T, name string, args ...string) result {
 	if errors.As(err, &exitErr) {
 		code = exitErr.ExitCode()
 	} else if err != nil {
-		t.Fatalf("run %s: %v", name, err)
+		t.Fatalf("run %s: %v", cmd.Path, err)
 	}
 	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -386,26 +385,6 @@ func (n *testNode) reconfigureAs(t *testing.T, kubeconfig string, args ...string
 	return runLong(t, 5*time.Minute, "kubectl", append(full, "--kubeconfig", kubeconfig)...)
 }
 
-// runLong is run with a longer budget: a reconfiguration waits for
-// components to restart.
-func runLong(t *testing.T, timeout time.Duration, name string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		code = exitErr.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run %s: %v", name, err)
-	}
-	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
-}
-
 // reconfigureResult is the part of reconfigure -o json the test reads.
 type reconfigureResult struct {
 	Node          string `json:"node"`
@@ -509,17 +488,7 @@ func (cp *controlPlane) recipe(t *testing.T) func(patch ...string) result {
 		args := append([]string{filepath.Join(root, "hack", "examples", "reconfigure-ha.sh"), "node-a", "node-b", "--"}, patch...)
 		cmd := exec.Command("bash", args...)
 		cmd.Env = append(os.Environ(), "ON_NODE="+onNode, "RECONFIGURE_FLAGS=--wait 90s")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			code = exitErr.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		r := result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+		r := runCmd(t, cmd)
 		t.Logf("recipe %v: %s", patch, r)
 		return r
 	}
