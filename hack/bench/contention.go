@@ -22,8 +22,8 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 )
 
-// form is one way of writing: a name, and a function that adds the argument
-// name=1 to the apiServer's extraArgs. It returns the conflicts it met.
+// form is one way of writing: a name, and a function that appends arg to
+// the apiServer's certSANs. It returns the conflicts it met.
 type form struct {
 	name  string
 	patch func(ctx context.Context, ns, arg string) (conflicts int, err error)
@@ -33,6 +33,7 @@ type outcome struct {
 	form            string
 	writers, each   int
 	kept, lost      int
+	twice           int // present more than once: applied twice
 	failed          int
 	elapsed         time.Duration
 	latencies       []time.Duration
@@ -98,12 +99,12 @@ func contention(ctx context.Context, env *benchEnv, writersList, formList string
 			fmt.Fprintf(os.Stderr, "  %-40s W=%-3d kept %d/%d, %.1f/s\n", f.name, w, o.kept, w*k, o.goodput)
 		}
 	}
-	fmt.Printf("\nW writers x %d patches each, every patch adding one unique apiServer argument; real kube-apiserver v1.37.2 + etcd (fsync on)\n\n", k)
-	fmt.Println("| form | W | kept | lost | failed | goodput | vs W=1 | p50 | p99 | conflicts |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Printf("\nW writers x %d patches each, every patch appending one unique certificate SAN (a patch applied twice would show twice); real kube-apiserver v1.37.2 + etcd (fsync on)\n\n", k)
+	fmt.Println("| form | W | kept | lost | twice | failed | goodput | vs W=1 | p50 | p99 | conflicts |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, o := range results {
 		p50, p99 := percentile(o.latencies, 50), percentile(o.latencies, 99)
-		fmt.Printf("| %s | %d | %d | %d | %d | %.1f/s | %.2fx | %s | %s | %d |\n", o.form, o.writers, o.kept, o.lost, o.failed,
+		fmt.Printf("| %s | %d | %d | %d | %d | %d | %.1f/s | %.2fx | %s | %s | %d |\n", o.form, o.writers, o.kept, o.lost, o.twice, o.failed,
 			o.goodput, o.goodput/o.single, p50.Round(time.Millisecond), p99.Round(time.Millisecond), o.conflicts)
 	}
 	return nil
@@ -140,7 +141,8 @@ func runForm(ctx context.Context, f form, ns string, writers, each int) outcome 
 	return o
 }
 
-// check counts the arguments present in the final document.
+// check counts the SANs present in the final document: once is kept, more
+// is applied twice.
 func (o *outcome) check(ctx context.Context, cs kubernetes.Interface, ns string) error {
 	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "kubeadm-config", metav1.GetOptions{})
 	if err != nil {
@@ -149,12 +151,16 @@ func (o *outcome) check(ctx context.Context, cs kubernetes.Interface, ns string)
 	doc := cm.Data["ClusterConfiguration"]
 	for w := range o.writers {
 		for p := range o.each {
-			if strings.Contains(doc, fmt.Sprintf("name: bench-w%d-p%d\n", w, p)) {
+			switch strings.Count(doc, fmt.Sprintf("- bench-w%d-p%d\n", w, p)) {
+			case 0:
+			case 1:
 				o.kept++
+			default:
+				o.twice++
 			}
 		}
 	}
-	o.lost = o.writers*o.each - o.failed - o.kept
+	o.lost = o.writers*o.each - o.failed - o.kept - o.twice
 	o.goodput = float64(o.kept) / o.elapsed.Seconds()
 	return nil
 }
@@ -172,7 +178,7 @@ func percentile(xs []time.Duration, p int) time.Duration {
 // pluginProcess runs the built plugin as a separate process, as scripts do.
 func (env *benchEnv) pluginProcess(ctx context.Context, ns, arg string) (int, error) {
 	cmd := exec.CommandContext(ctx, env.plugin, "patch", "--no-backup", "-n", ns, "-o", "jsonpath={.conflicts}",
-		"--set", "apiServer.extraArgs."+arg+"=1")
+		"--set", sanEdit+"="+arg)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.cluster.Kubeconfig)
 	out, err := cmd.Output()
 	if err != nil {
@@ -186,7 +192,7 @@ func (env *benchEnv) pluginProcess(ctx context.Context, ns, arg string) (int, er
 func engineForm(cs kubernetes.Interface) func(context.Context, string, string) (int, error) {
 	return func(ctx context.Context, ns, arg string) (int, error) {
 		t := engine.Target{Namespace: ns, Name: "kubeadm-config", Key: engine.DefaultKey}
-		edit, err := clusterconfig.NewSet("apiServer.extraArgs."+arg, "1")
+		edit, err := clusterconfig.NewSet(sanEdit, arg)
 		if err != nil {
 			return 0, err
 		}
@@ -196,13 +202,17 @@ func engineForm(cs kubernetes.Interface) func(context.Context, string, string) (
 	}
 }
 
+// sanEdit is the edit every form makes: an append, which a second
+// application would reveal.
+const sanEdit = "apiServer.certSANs[+]"
+
 // addArg is the edit every baseline makes to the document text.
 func addArg(doc, arg string) (string, error) {
 	d, err := clusterconfig.Parse([]byte(doc))
 	if err != nil {
 		return "", err
 	}
-	if err := d.Set("apiServer.extraArgs."+arg, "1"); err != nil {
+	if err := d.Set(sanEdit, arg); err != nil {
 		return "", err
 	}
 	out, err := d.Marshal()
