@@ -148,39 +148,17 @@ func TestUpgradePlanKubeadmThreeControlPlaneNodes(t *testing.T) {
 	e.walk("upgrading-control-plane-solo", "upgraded-control-plane-solo", "upgrading-kubelets", "upgrade-complete")
 }
 
-const customPlanFile = `apiVersion: kubeadmcfg.io/v1alpha1
-kind: UpgradePlan
-name: blue-green
-start: begun
-complete: done
-steps:
-- name: draining
-  reaches: drained
-- name: upgrading-cp-{node}
-  reaches: upgraded-cp-{node}
-  forEach: control-plane-node
-- name: checking
-  reaches: checked
-- name: rolling-back
-  reaches: rolled-back
-  after: [checking-failed]
-  optional: true
-abort:
-  name: abandoning
-  reaches: abandoned
-hostSteps:
-- name: rebooting
-  failed: reboot-failed
-  reaches: rebooted
-`
-
 // TestUpgradePlanCustomFromFile: a plan of one's own, started from a file,
 // stored with the state and obeyed by every command; a plan printed with
 // -o yaml is a plan file.
 func TestUpgradePlanCustomFromFile(t *testing.T) {
 	e := newEnv(t)
+	plan, err := os.ReadFile("../../testdata/plans/blue-green.yaml") // the unit tests' plan too
+	if err != nil {
+		t.Fatal(err)
+	}
 	file := filepath.Join(t.TempDir(), "plan.yaml")
-	if err := os.WriteFile(file, []byte(customPlanFile), 0o600); err != nil {
+	if err := os.WriteFile(file, plan, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := e.plugin("upgrade-plan", "show", file, "--control-plane-nodes", "m1,m2")

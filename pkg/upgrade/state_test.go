@@ -1,6 +1,7 @@
 package upgrade
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -175,39 +176,18 @@ func TestEveryBuiltinPlanWalkedEndToEnd(t *testing.T) {
 	walk(t, mustBuiltin(t, "kubeadm", "a"), Aborting, AbortingFailed, Aborting, Aborted)
 }
 
-const customPlan = `
-apiVersion: kubeadmcfg.io/v1alpha1
-kind: UpgradePlan
-name: blue-green
-start: begun
-complete: done
-steps:
-- name: draining
-  reaches: drained
-- name: snapshotting
-  failed: snapshot-failed
-  reaches: snapshotted
-  optional: true
-- name: upgrading-cp-{node}
-  reaches: upgraded-cp-{node}
-  forEach: control-plane-node
-- name: checking
-  reaches: checked
-- name: rolling-back
-  reaches: rolled-back
-  after: [checking-failed]
-  optional: true
-abort:
-  name: abandoning
-  reaches: abandoned
-hostSteps:
-- name: rebooting
-  failed: reboot-failed
-  reaches: rebooted
-`
+// customPlan is a plan of one's own, shared with the e2e suite.
+func customPlan(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile("../../testdata/plans/blue-green.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
 
 func TestCustomPlan(t *testing.T) {
-	tmpl, err := ParsePlan([]byte(customPlan))
+	tmpl, err := ParsePlan(customPlan(t))
 	if err != nil {
 		t.Fatal(err)
 	}
