@@ -121,10 +121,11 @@ func (o *ReconfigureOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringSliceVar(&o.Components, "components", o.Components, "Components to reconfigure, always in the order apiserver, controller-manager, scheduler")
 	fs.StringVar(&o.FromBackup, "from-backup", o.FromBackup, "Apply the ClusterConfiguration of this backup instead of the live one")
 	fs.BoolVar(&o.LatestGood, "latest-good", o.LatestGood, "Apply this node's last known good ClusterConfiguration (see 'backup list')")
-	addNodeFlags(cmd, &o.Node, "")
-	fs.Lookup("node-name").Usage = "This node's name, which names its mirror Pods (default: the hostname, lowercased)"
-	fs.Lookup("advertise-address").Usage = "This node's API server advertise address (default: read from its kube-apiserver manifest)"
-	fs.Lookup("bind-port").Usage = "This node's API server port (default: read from its kube-apiserver manifest)"
+	addNodeFlags(cmd, &o.Node, nodeHelp{
+		name:    "This node's name, which names its mirror Pods (default: the hostname, lowercased)",
+		address: "This node's API server advertise address (default: read from its kube-apiserver manifest)",
+		port:    "This node's API server port, digits only, 1-65535 (default: read from its kube-apiserver manifest)",
+	})
 	fs.StringVar(&o.Node.PatchesDir, "patches", o.Node.PatchesDir, "Directory of kubeadm patches this node's manifests are rendered with")
 	fs.StringVar(&o.ManifestsDir, "manifests-dir", o.ManifestsDir, "The kubelet's static Pod manifests directory")
 	fs.StringVar(&o.Kubeadm, "kubeadm", o.Kubeadm, "The kubeadm binary that renders the manifests (1.37 or later)")

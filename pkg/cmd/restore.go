@@ -3,14 +3,11 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
@@ -107,60 +104,14 @@ func (o *RestoreOptions) AddFlags(cmd *cobra.Command) {
 	fs.BoolVar(&o.Latest, "latest", o.Latest, "Restore the newest backup of this ConfigMap")
 	fs.BoolVar(&o.Force, "force", o.Force, "Restore even a backup of another ConfigMap uid or kubernetesVersion")
 	fs.StringVar(&o.ToFile, "to-file", o.ToFile, "Write the backup to this kubeadm config file instead of the cluster (atomic, 0600)")
-	addNodeFlags(cmd, &o.Node, "With --to-file: ")
+	addNodeFlags(cmd, &o.Node, nodeHelp{
+		name:    "With --to-file: this node's name, for the InitConfiguration",
+		address: "With --to-file: this node's API server advertise address",
+		port:    "With --to-file: this node's API server port, digits only, 1-65535",
+	})
 	o.Write.AddFlags(cmd)
 	o.Backup.AddFlags(cmd, true)
 	o.Print.AddFlags(cmd)
-}
-
-// addNodeFlags binds the flags of a node's own values.
-func addNodeFlags(cmd *cobra.Command, n *clusterconfig.NodeConfig, prefix string) {
-	fs := cmd.Flags()
-	fs.StringVar(&n.Name, "node-name", n.Name, prefix+"this node's name, for the InitConfiguration")
-	fs.StringVar(&n.AdvertiseAddress, "advertise-address", n.AdvertiseAddress, prefix+"this node's API server advertise address")
-	fs.Var((*portFlag)(&n.BindPort), "bind-port", prefix+"this node's API server port (digits only, 1-65535)")
-}
-
-// portFlag is a TCP port given as decimal digits only, as kubeadm reads
-// ports: no sign, no base prefix, no underscores.
-type portFlag int32
-
-func (p *portFlag) String() string { return strconv.Itoa(int(*p)) }
-
-func (p *portFlag) Type() string { return "port" }
-
-func (p *portFlag) Set(s string) error {
-	if s == "" || strings.Trim(s, "0123456789") != "" {
-		return fmt.Errorf("want decimal digits, not %q", s)
-	}
-	n, err := strconv.ParseInt(s, 10, 32)
-	if err != nil {
-		return fmt.Errorf("%q is out of range", s)
-	}
-	*p = portFlag(n)
-	return nil
-}
-
-// nodeFlagsChanged reports whether any per-node flag was given.
-func nodeFlagsChanged(cmd *cobra.Command) bool {
-	fs := cmd.Flags()
-	return fs.Changed("node-name") || fs.Changed("advertise-address") || fs.Changed("bind-port")
-}
-
-// validateNode checks a node's values as given on the command line.
-func validateNode(n clusterconfig.NodeConfig, bindPortGiven bool) error {
-	if n.Name != "" {
-		if errs := validation.IsDNS1123Subdomain(n.Name); len(errs) > 0 {
-			return exitcode.Usagef("--node-name %q: %s", n.Name, errs[0])
-		}
-	}
-	if n.AdvertiseAddress != "" && net.ParseIP(n.AdvertiseAddress) == nil {
-		return exitcode.Usagef("--advertise-address must be an IP address, not %q", n.AdvertiseAddress)
-	}
-	if bindPortGiven && (n.BindPort < 1 || n.BindPort > 65535) {
-		return exitcode.Usagef("--bind-port must be between 1 and 65535, not %d", n.BindPort)
-	}
-	return nil
 }
 
 // Complete reads the argument and, unless writing a file, builds the write
