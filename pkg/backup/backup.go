@@ -134,7 +134,6 @@ func (s *Store) List() ([]string, error) {
 		}
 		return nil, err
 	}
-	s.cleanTemp()
 	return s.names(namePattern, "backups")
 }
 

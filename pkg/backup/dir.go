@@ -121,13 +121,9 @@ const tempPrefix = ".tmp-"
 // a killed writer left behind.
 const staleTemp = time.Minute
 
-// cleanTemp removes temporary files that a writer killed between creating
-// and renaming them left behind.
-func (s *Store) cleanTemp() {
-	entries, err := os.ReadDir(s.Dir)
-	if err != nil {
-		return
-	}
+// cleanTemp removes, among a listing of the store, the temporary files that
+// a writer killed between creating and linking them left behind.
+func (s *Store) cleanTemp(entries []fs.DirEntry) {
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), tempPrefix) || !e.Type().IsRegular() {
 			continue

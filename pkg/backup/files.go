@@ -15,7 +15,9 @@ import (
 // good records) are listed and opened the same way.
 
 // names lists the store's files whose names match pattern, sorted (so by
-// time, for the kinds named after it). A missing directory has none.
+// time, for the kinds named after it). A missing directory has none. Every
+// listing also removes leftover temporary files, so the one directory read
+// a write's pruning makes does both.
 func (s *Store) names(pattern func() *regexp.Regexp, what string) ([]string, error) {
 	entries, err := os.ReadDir(s.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -24,6 +26,7 @@ func (s *Store) names(pattern func() *regexp.Regexp, what string) ([]string, err
 	if err != nil {
 		return nil, exitcode.Failuref("list %s: %w", what, err)
 	}
+	s.cleanTemp(entries)
 	var names []string
 	for _, e := range entries {
 		if pattern().MatchString(e.Name()) {
