@@ -60,7 +60,10 @@ func APIError(err error, verb, object string) error {
 // by its HTTP status code, so a proxy's HTML error page (which has no
 // Kubernetes Status body) is judged like the API server's own answer.
 func IsRetryable(err error) bool {
-	if err == nil {
+	if err == nil || errors.Is(err, ErrOutcomeUnknown) {
+		// An unknown outcome is final: its message quotes the lost answer's
+		// cause ("connection reset by peer"), which must not make it look
+		// like a broken connection worth another attempt.
 		return false
 	}
 	var status apierrors.APIStatus

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -298,5 +300,41 @@ func TestUpdateDocumentRemergesAfterAConflict(t *testing.T) {
 	want := "apiVersion: kubeadm.k8s.io/v1beta4\nclusterName: b\nimageRepository: registry.example.com\nkind: ClusterConfiguration\n"
 	if res.Attempts != 2 || res.Conflicts != 1 || string(res.After) != want {
 		t.Fatalf("attempts %d, conflicts %d, wrote:\n%s\nwant:\n%s", res.Attempts, res.Conflicts, res.After, want)
+	}
+}
+
+// TestUnknownOutcomeIsFinal: when the history after a lost write is gone
+// (410), the outcome is unknown at once. The error quotes the lost answer's
+// cause, "connection reset by peer"; it must not be taken for a broken
+// connection and retried until the deadline while the writer holds its turn
+// in the queue (found after an apiserver restart in the SIGKILL storm).
+func TestUnknownOutcomeIsFinal(t *testing.T) {
+	cs, _ := newFake()
+	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+	sent := 0
+	cs.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sent++
+		if sent > 1 {
+			return false, nil, nil
+		}
+		// Another writer changes the ConfigMap, then our answer is lost.
+		other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system", ResourceVersion: "2"},
+			Data: map[string]string{"k": "other"}}
+		if err := cs.Tracker().Update(gvr, other, "kube-system"); err != nil {
+			return true, nil, err
+		}
+		return true, nil, fmt.Errorf("read tcp 127.0.0.1:1->127.0.0.1:2: %w", syscall.ECONNRESET)
+	})
+	cs.PrependWatchReactor("configmaps", func(k8stesting.Action) (bool, watch.Interface, error) {
+		return true, nil, apierrors.NewResourceExpired("too old resource version: 1 (2)")
+	})
+	runs := 0
+	e := New(cs, Target{Namespace: "kube-system", Name: "kubeadm-config"}, Options{Timeout: 5 * time.Second})
+	res, err := e.Update(context.Background(), increment(&runs))
+	if got := exitcode.FromError(err); got != exitcode.OutcomeUnknown {
+		t.Fatalf("exit %d (%v), want 7", got, err)
+	}
+	if res.Attempts != 2 {
+		t.Fatalf("%d attempts: an unknown outcome was retried", res.Attempts)
 	}
 }
