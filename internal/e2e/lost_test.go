@@ -66,32 +66,14 @@ func TestLostAnswersAreNeverAppliedTwice(t *testing.T) {
 	p := startProxy(t)
 	p.SetFaults(testcluster.Faults{LoseAnswer: 0.3, LoseRequest: 0.1})
 	const writers, patches = 6, 6
-	type outcome struct {
-		san string
-		r   result
-	}
-	var mu sync.Mutex
-	var outcomes []outcome
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range patches {
-				san := fmt.Sprintf("lost-w%d-p%d", w, i)
-				args := []string{"patch", "--no-backup", "--timeout", "60s", "--set", appendSAN(san)}
-				if i%2 == 1 { // the same append as a JSON patch
-					args = []string{"patch", "--no-backup", "--timeout", "60s", "--type", "json",
-						"-p", fmt.Sprintf(`[{"op":"add","path":"/apiServer/certSANs/-","value":%q}]`, san)}
-				}
-				r := e.pluginVia(p.Kubeconfig, args...)
-				mu.Lock()
-				outcomes = append(outcomes, outcome{san, r})
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	outcomes := e.concurrently("lost", writers, patches, func(san string, i int) result {
+		args := []string{"patch", "--no-backup", "--timeout", "60s", "--set", appendSAN(san)}
+		if i%2 == 1 { // the same append as a JSON patch
+			args = []string{"patch", "--no-backup", "--timeout", "60s", "--type", "json",
+				"-p", fmt.Sprintf(`[{"op":"add","path":"/apiServer/certSANs/-","value":%q}]`, san)}
+		}
+		return e.pluginVia(p.Kubeconfig, args...)
+	})
 	p.SetFaults(testcluster.Faults{})
 
 	lost, landed := lostIDs(p)
@@ -101,22 +83,22 @@ func TestLostAnswersAreNeverAppliedTwice(t *testing.T) {
 	doc := e.document()
 	codes := map[int]int{}
 	for _, o := range outcomes {
-		n := countSAN(doc, o.san)
+		n := countSAN(doc, o.arg)
 		codes[o.r.code]++
 		switch {
 		case n > 1:
-			t.Errorf("%s is present %d times: applied more than once (%s)", o.san, n, o.r)
+			t.Errorf("%s is present %d times: applied more than once (%s)", o.arg, n, o.r)
 		case o.r.code == 0 && n != 1:
-			t.Errorf("%s exited 0 but is missing", o.san)
+			t.Errorf("%s exited 0 but is missing", o.arg)
 		case o.r.code == 7:
 			m := writeIDPattern.FindStringSubmatch(o.r.stderr)
 			if m == nil || !lost[m[1]] {
-				t.Errorf("%s exited 7 but no write of it was lost: %s", o.san, o.r)
+				t.Errorf("%s exited 7 but no write of it was lost: %s", o.arg, o.r)
 			}
 		case o.r.code != 0 && n > 0:
-			t.Errorf("%s exited %d, saying it failed, but is present: %s", o.san, o.r.code, o.r)
+			t.Errorf("%s exited %d, saying it failed, but is present: %s", o.arg, o.r.code, o.r)
 		case o.r.code != 0:
-			t.Errorf("%s failed: %s", o.san, o.r)
+			t.Errorf("%s failed: %s", o.arg, o.r)
 		}
 	}
 	t.Logf("%d writes lost their answer, %d of them after the commit; exit codes %v", len(lost), len(landed), codes)

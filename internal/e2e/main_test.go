@@ -247,8 +247,38 @@ func wantExit(t *testing.T, r result, code int) {
 // as two, a lost one as none. It returns the results.
 func (e *env) storm(prefix string, writers, patches int, patch func(arg string) result) []result {
 	e.t.Helper()
-	var mu sync.Mutex
 	var all []result
+	doc := ""
+	for _, o := range e.concurrently(prefix, writers, patches, func(arg string, _ int) result { return patch(arg) }) {
+		if o.r.code != 0 {
+			e.t.Errorf("%s: %s", o.arg, o.r)
+		}
+		if doc == "" {
+			doc = e.document()
+		}
+		if n := countSAN(doc, o.arg); n != 1 {
+			e.t.Errorf("%s is in the document %d times, want once (a lost update)", o.arg, n)
+		}
+		all = append(all, o.r)
+	}
+	return all
+}
+
+// written is one patch of a concurrent run: its argument, its result, and
+// when it ran.
+type written struct {
+	arg        string
+	r          result
+	start, end time.Time
+}
+
+// concurrently runs writers at once, each making patches one after another
+// with patch(arg, p), where arg is <prefix>-w<W>-p<P>, and returns every
+// outcome once all are done.
+func (e *env) concurrently(prefix string, writers, patches int, patch func(arg string, p int) result) []written {
+	e.t.Helper()
+	var mu sync.Mutex
+	var all []written
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Add(1)
@@ -256,26 +286,15 @@ func (e *env) storm(prefix string, writers, patches int, patch func(arg string) 
 			defer wg.Done()
 			for p := range patches {
 				arg := fmt.Sprintf("%s-w%d-p%d", prefix, w, p)
-				r := patch(arg)
-				if r.code != 0 {
-					e.t.Errorf("%s: %s", arg, r)
-				}
+				start := time.Now()
+				r := patch(arg, p)
 				mu.Lock()
-				all = append(all, r)
+				all = append(all, written{arg, r, start, time.Now()})
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	doc := e.document()
-	for w := range writers {
-		for p := range patches {
-			arg := fmt.Sprintf("%s-w%d-p%d", prefix, w, p)
-			if n := countSAN(doc, arg); n != 1 {
-				e.t.Errorf("%s is in the document %d times, want once (a lost update)", arg, n)
-			}
-		}
-	}
 	return all
 }
 
