@@ -37,8 +37,9 @@ func DefaultDir() string {
 // ensureDir creates the directory 0700 if needed and checks it, so backups
 // can be neither redirected nor replaced by another user.
 func (s *Store) ensureDir() error {
-	if err := s.checkDir(); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	err := s.checkDir()
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return err // there and safe (every write but the first), or refused
 	}
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return exitcode.Failuref("cannot create the backup directory: %w", err)
