@@ -19,6 +19,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -42,12 +43,13 @@ type Document struct {
 
 // Parse reads a ClusterConfiguration from YAML or JSON. It checks only that
 // the text is a mapping with a known apiVersion and kind; Validate checks the
-// rest. A document that is not YAML, or of another kind, is an invalid
-// configuration (exit 3).
+// rest. A document that is not YAML, or of another kind, or larger than
+// 2 MiB, or with YAML anchors or aliases, is an invalid configuration
+// (exit 3).
 func Parse(data []byte) (*Document, error) {
 	tree, err := decodeTree(data)
 	if err != nil {
-		return nil, exitcode.Invalidf("the ClusterConfiguration is not a YAML mapping: %w", err)
+		return nil, err
 	}
 	d := &Document{tree: tree}
 	if err := checkTypeMeta(d.APIVersion(), d.Kind()); err != nil {
@@ -72,16 +74,19 @@ func checkTypeMeta(apiVersion, kind string) error {
 
 // decodeTree converts YAML (or JSON) to a JSON tree, keeping numbers exact.
 func decodeTree(data []byte) (map[string]any, error) {
-	js, err := yaml.YAMLToJSON(data)
+	js, err := input.YAMLToJSON(data)
+	if input.Refused(err) {
+		return nil, exitcode.Invalidf("the ClusterConfiguration cannot be used: %w", err)
+	}
 	if err != nil {
-		return nil, err
+		return nil, exitcode.Invalidf("the ClusterConfiguration is not a YAML mapping: %w", err)
 	}
 	var tree map[string]any
 	if err := unmarshalJSON(js, &tree); err != nil {
-		return nil, err
+		return nil, exitcode.Invalidf("the ClusterConfiguration is not a YAML mapping: %w", err)
 	}
 	if tree == nil {
-		return nil, fmt.Errorf("the document is empty")
+		return nil, exitcode.Invalidf("the ClusterConfiguration is not a YAML mapping: the document is empty")
 	}
 	return tree, nil
 }
