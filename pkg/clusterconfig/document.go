@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -43,11 +44,24 @@ type Document struct {
 
 // Parse reads a ClusterConfiguration from YAML or JSON. It checks only that
 // the text is a mapping with a known apiVersion and kind; Validate checks the
-// rest. A document that is not YAML, or of another kind, or larger than
+// rest. A key given twice keeps its last value, as kubeadm reads a stored
+// document. A document that is not YAML, or of another kind, or larger than
 // 2 MiB, or with YAML anchors or aliases, is an invalid configuration
 // (exit 3).
 func Parse(data []byte) (*Document, error) {
-	tree, err := decodeTree(data)
+	return parse(data, false)
+}
+
+// ParseStrict is Parse for text a person has just written, such as the
+// file edit opened: a key given twice is an error (exit 3), as it is for
+// `kubeadm config validate`, instead of its last value silently replacing
+// the first, and every field that only the first held being dropped.
+func ParseStrict(data []byte) (*Document, error) {
+	return parse(data, true)
+}
+
+func parse(data []byte, strict bool) (*Document, error) {
+	tree, err := decodeTree(data, strict)
 	if err != nil {
 		return nil, err
 	}
@@ -73,10 +87,20 @@ func checkTypeMeta(apiVersion, kind string) error {
 }
 
 // decodeTree converts YAML (or JSON) to a JSON tree, keeping numbers exact.
-func decodeTree(data []byte) (map[string]any, error) {
-	js, err := input.YAMLToJSON(data)
-	if input.Refused(err) {
+// strict refuses a key given twice.
+func decodeTree(data []byte, strict bool) (map[string]any, error) {
+	convert := input.YAMLToJSON
+	if strict {
+		convert = input.YAMLToJSONStrict
+	}
+	js, err := convert(data)
+	switch {
+	case input.Refused(err):
 		return nil, exitcode.Invalidf("the ClusterConfiguration cannot be used: %w", err)
+	case err != nil && strict:
+		if _, lax := input.YAMLToJSON(data); lax == nil { // YAML, but with a key given twice
+			return nil, exitcode.Invalidf("the ClusterConfiguration gives a key twice, which kubeadm refuses (%s); keep one", duplicateKeys(err))
+		}
 	}
 	if err != nil {
 		return nil, exitcode.Invalidf("the ClusterConfiguration is not a YAML mapping: %w", err)
@@ -89,6 +113,13 @@ func decodeTree(data []byte) (map[string]any, error) {
 		return nil, exitcode.Invalidf("the ClusterConfiguration is not a YAML mapping: the document is empty")
 	}
 	return tree, nil
+}
+
+// duplicateKeys is yaml.v2's strict error as one line without its prefix:
+// `line 11: key "apiServer" already set in map`.
+func duplicateKeys(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:")
+	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " ")), " ")
 }
 
 func unmarshalJSON(js []byte, v any) error {
