@@ -230,9 +230,11 @@ func (s *editSession) loop(ctx context.Context) error {
 }
 
 // check parses and validates the user's text and turns it into the change
-// from the version it started from; problems lists what is wrong.
+// from the version it started from; problems lists what is wrong. The text
+// is parsed strictly: a key given twice is a problem, never a silent loss of
+// the first one's fields.
 func (s *editSession) check(body []byte) (*clusterconfig.Document, clusterconfig.Edit, []string) {
-	doc, err := clusterconfig.Parse(body)
+	doc, err := clusterconfig.ParseStrict(body)
 	if err != nil {
 		return nil, nil, []string{exitcode.Message(err)}
 	}
