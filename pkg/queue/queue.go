@@ -16,6 +16,13 @@
 // with this host's clock, so a host whose clock is off by an hour neither
 // deletes live Leases nor keeps dead ones.
 //
+// A writer deletes its Lease when its turn is done, also when its context
+// has ended: the deletion gets its own short budget (CleanupBudget) past
+// the context's deadline or cancellation, so a command may end up to that
+// long after its time budget. Without it, a writer that timed out would
+// leave its Lease, and with a deadline not longer than the TTL every later
+// writer would queue behind it, time out and leave its own in turn.
+//
 // The queue only orders writers that take part. The compare-and-swap on the
 // ConfigMap stays the correctness guarantee, for them and for every writer
 // that does not (kubeadm, kubectl edit, other tools).
@@ -93,7 +100,8 @@ func (q *Queue) now() metav1.MicroTime {
 
 // Acquire joins the queue and blocks until this writer is at its head. The
 // returned release must be called when the turn is done; it deletes the
-// Lease, within the deadline of ctx. Renewal stops when ctx ends.
+// Lease, within CleanupBudget even when ctx has ended. Renewal stops when
+// ctx ends.
 func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 	leases := q.Client.Leases(q.Namespace)
 	now := q.now()
@@ -125,9 +133,10 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 	release = func() {
 		stopRenew()
 		wg.Wait()
-		// The turn's context may be cancelled; deleting the Lease must still
-		// happen, but within the command's time budget.
-		dctx, cancel := cleanupContext(ctx, q.ttl())
+		// The turn's context may have ended, by its deadline or an
+		// interrupt; deleting the Lease must still happen, or every later
+		// writer queues behind it.
+		dctx, cancel := q.cleanupContext(ctx)
 		defer cancel()
 		// Only our own copy: if ours expired and the slot was taken again,
 		// the new holder's Lease is not ours to delete.
@@ -147,13 +156,18 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 	return release, nil
 }
 
-// cleanupContext outlives the cancellation of ctx but not its deadline (or
-// grace, when ctx has none).
-func cleanupContext(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
-	if deadline, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	}
-	return context.WithTimeout(context.WithoutCancel(ctx), grace)
+// CleanupBudget is the most time a writer takes, past the end of its
+// context, to delete its own Lease (and the dead ones it saw): a TTL, but
+// no more than this. A command may therefore end up to this long after its
+// time budget.
+const CleanupBudget = 2 * time.Second
+
+// cleanupContext outlives ctx, its deadline and cancellation alike, by at
+// most CleanupBudget (or the TTL, when shorter): a writer that ran out of
+// time must still remove its Lease, which a context already past its
+// deadline would never send.
+func (q *Queue) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), min(q.ttl(), CleanupBudget))
 }
 
 // Busy reports whether writers are queued: any Lease in the queue. Whether a
