@@ -5,9 +5,10 @@
 //
 // Each waiter creates a Lease, watches only the Lease just ahead of it, and
 // goes when that one is gone. A waiter renews its Lease while it waits or
-// holds the turn; a Lease that has not changed for a whole TTL, as seen by the
-// waiter behind it, belongs to a writer that died, and is deleted. So a killed
-// writer delays the others by at most the TTL.
+// holds the turn; a Lease that has not changed for its whole duration (the
+// TTL its own writer chose, whatever the waiter's), as seen by the waiter
+// behind it, belongs to a writer that died, and is deleted. So a killed
+// writer delays the others by at most its TTL.
 //
 // Staleness is judged only by what this process observes, on its own
 // monotonic clock: how long a Lease's resourceVersion has stayed the same

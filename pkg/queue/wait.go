@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 )
 
 // Waiting for the turn: ordering the queue, watching the Lease ahead, and
@@ -24,6 +25,8 @@ type member struct {
 	name     string
 	rv       string
 	position string // the resourceVersion at which it joined
+	// duration is how long its writer may go without renewing it.
+	duration time.Duration
 }
 
 // observation is when this process first saw a Lease at a resourceVersion.
@@ -51,20 +54,26 @@ func (w *waiter) observe(l *coordinationv1.Lease) time.Duration {
 	return time.Since(o.since)
 }
 
+// duration is how long l's writer may go without renewing it: its own
+// LeaseDurationSeconds, which it renews three times within, not this
+// writer's TTL (the two may differ).
+func (q *Queue) duration(l *coordinationv1.Lease) time.Duration {
+	if l.Spec.LeaseDurationSeconds != nil && *l.Spec.LeaseDurationSeconds > 0 {
+		return time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return q.ttl()
+}
+
 // staleAfter is how long a Lease may stay unchanged before its writer is
 // taken for dead: its own duration plus a TTL of grace.
 func (w *waiter) staleAfter(l *coordinationv1.Lease) time.Duration {
-	d := w.ttl()
-	if l.Spec.LeaseDurationSeconds != nil {
-		d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
-	}
-	return d + w.ttl()
+	return w.duration(l) + w.ttl()
 }
 
 // reap deletes l if it is still the copy observed; it reports whether l is
 // gone.
-func (w *waiter) reap(ctx context.Context, l *coordinationv1.Lease) bool {
-	err := w.Client.Leases(w.Namespace).Delete(ctx, l.Name, metav1.DeleteOptions{
+func reap(ctx context.Context, leases coordinationv1client.LeaseInterface, l *coordinationv1.Lease) bool {
+	err := leases.Delete(ctx, l.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
 	return err == nil || apierrors.IsNotFound(err)
 }
@@ -75,14 +84,18 @@ func (w *waiter) reapStale(ctx context.Context) {
 	if len(w.observed) == 0 {
 		return
 	}
-	list, err := w.Client.Leases(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: QueueLabel + "=" + w.Name})
+	leases := w.Client.Leases(w.Namespace)
+	list, err := leases.List(ctx, metav1.ListOptions{LabelSelector: QueueLabel + "=" + w.Name})
 	if err != nil {
 		return
 	}
 	for i := range list.Items {
 		l := &list.Items[i]
-		if o, ok := w.observed[l.Name]; ok && l.Name != w.mine && o.rv == l.ResourceVersion && time.Since(o.since) > w.staleAfter(l) {
-			w.reap(ctx, l)
+		if l.Name == w.mine {
+			continue
+		}
+		if o, ok := w.observed[l.Name]; ok && o.rv == l.ResourceVersion && time.Since(o.since) > w.staleAfter(l) {
+			reap(ctx, leases, l)
 		}
 	}
 }
@@ -105,10 +118,10 @@ func (w *waiter) waitForTurn(ctx context.Context) error {
 		var members []member
 		for i := range list.Items {
 			l := &list.Items[i]
-			if l.Name != mine && w.observe(l) > w.staleAfter(l) && w.reap(ctx, l) {
+			if l.Name != mine && w.observe(l) > w.staleAfter(l) && reap(ctx, leases, l) {
 				continue
 			}
-			members = append(members, member{name: l.Name, rv: l.ResourceVersion, position: positionOf(l)})
+			members = append(members, member{name: l.Name, rv: l.ResourceVersion, position: positionOf(l), duration: q.duration(l)})
 		}
 		var orderErr error
 		slices.SortFunc(members, func(a, b member) int {
@@ -158,8 +171,10 @@ func (w *waiter) waitForTurn(ctx context.Context) error {
 }
 
 // waitGone returns when the Lease ahead is deleted, deleting it itself when
-// it has not changed for a whole TTL (its writer died). gone is false when
-// it cannot tell, and the caller should list again.
+// it has not changed for its whole duration (its writer died): the duration
+// its own writer chose, which that writer renews three times within, not
+// this waiter's TTL. gone is false when it cannot tell, and the caller
+// should list again.
 func (q *Queue) waitGone(ctx context.Context, ahead member, fromRV string) (gone bool, seen string, err error) {
 	leases := q.Client.Leases(q.Namespace)
 	w, err := leases.Watch(ctx, metav1.ListOptions{
@@ -170,16 +185,16 @@ func (q *Queue) waitGone(ctx context.Context, ahead member, fromRV string) (gone
 		return false, "", fmt.Errorf("watch the write queue: %w", err)
 	}
 	defer w.Stop()
-	rv := ahead.rv
-	timer := time.NewTimer(q.ttl())
+	rv, patience := ahead.rv, ahead.duration
+	timer := time.NewTimer(patience)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return false, "", ctx.Err()
 		case <-timer.C:
-			// No renewal for a whole TTL: its writer is gone. Delete it only if
-			// it is still the copy we saw.
+			// No renewal for its whole duration: its writer is gone. Delete
+			// it only if it is still the copy we saw.
 			err := leases.Delete(ctx, ahead.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
 			if err == nil || apierrors.IsNotFound(err) {
 				return false, "", nil // the writer ahead of it may still be alive: list again
@@ -203,9 +218,9 @@ func (q *Queue) waitGone(ctx context.Context, ahead member, fromRV string) (gone
 				return true, "", nil
 			case watch.Modified:
 				if l, ok := ev.Object.(*coordinationv1.Lease); ok {
-					rv = l.ResourceVersion
+					rv, patience = l.ResourceVersion, q.duration(l)
 				}
-				timer.Reset(q.ttl())
+				timer.Reset(patience)
 			case watch.Error:
 				return false, "", nil
 			}
