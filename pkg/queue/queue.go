@@ -10,6 +10,11 @@
 // behind it, belongs to a writer that died, and is deleted. So a killed
 // writer delays the others by at most its TTL.
 //
+// A writer of this host that has exited is told at once, without waiting:
+// each Lease names its writer's process (ProcessAnnotation), and a writer
+// that finds the Lease of a process of its own host that no longer runs
+// deletes it, even when it only looks whether writers are queued (Busy).
+//
 // Staleness is judged only by what this process observes, on its own
 // monotonic clock: how long a Lease's resourceVersion has stayed the same
 // since this process first saw it (as client-go's leader election does). A
@@ -107,14 +112,19 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 	leases := q.Client.Leases(q.Namespace)
 	now := q.now()
 	seconds := int32(min(max(q.ttl()/time.Second, 1), 3600))
+	var annotations map[string]string
+	if mark := processMark(); mark != "" {
+		annotations = map[string]string{ProcessAnnotation: mark}
+	}
 	// Take a free slot, starting anywhere so writers rarely try the same one.
 	var mine *coordinationv1.Lease
 	start := rand.IntN(Slots) //nolint:gosec // spreads writers over slots; no secret
 	for i := range Slots {
 		mine, err = leases.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{
-				Name:   SlotName(q.Name, (start+i)%Slots),
-				Labels: map[string]string{managed.Label: managed.By, QueueLabel: q.Name},
+				Name:        SlotName(q.Name, (start+i)%Slots),
+				Labels:      map[string]string{managed.Label: managed.By, QueueLabel: q.Name},
+				Annotations: annotations,
 			},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &q.Identity, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now},
 		}, metav1.CreateOptions{FieldManager: managed.By})
@@ -171,17 +181,31 @@ func (q *Queue) cleanupContext(ctx context.Context) (context.Context, context.Ca
 	return context.WithTimeout(context.WithoutCancel(ctx), min(q.ttl(), CleanupBudget))
 }
 
-// Busy reports whether writers are queued: any Lease in the queue. Whether a
-// Lease is alive cannot be told at a glance without comparing clocks, so a
-// dead one makes a newcomer queue behind it and remove it after a TTL. An
-// error counts as not busy: the compare-and-swap still guards the write.
+// Busy reports whether writers are queued: any Lease in the queue whose
+// writer is not known to have exited. A Lease whose writer ran on this host
+// and is gone (see ProcessAnnotation) is deleted here, so one a killed
+// writer left never makes a newcomer queue. Whether any other Lease is alive
+// cannot be told at a glance without comparing clocks, so a dead one makes a
+// newcomer queue behind it and remove it after its duration. An error
+// counts as not busy: the compare-and-swap still guards the write.
 func (q *Queue) Busy(ctx context.Context) bool {
+	leases := q.Client.Leases(q.Namespace)
 	// Served from the apiserver's cache ("0"): a hint needs no quorum read,
 	// and a consistent list of an idle resource can wait ~100 ms for etcd's
-	// progress notification.
-	list, err := q.Client.Leases(q.Namespace).List(ctx, metav1.ListOptions{
+	// progress notification. A copy that is out of date is not deleted: the
+	// deletion is conditional on its resourceVersion.
+	list, err := leases.List(ctx, metav1.ListOptions{
 		LabelSelector: QueueLabel + "=" + q.Name, ResourceVersion: "0"})
-	return err == nil && len(list.Items) > 0
+	if err != nil {
+		return false
+	}
+	busy := false
+	for i := range list.Items {
+		if l := &list.Items[i]; !exited(l) || !reap(ctx, leases, l) {
+			busy = true
+		}
+	}
+	return busy
 }
 
 // renew keeps the Lease alive; every renewal records its position, which

@@ -79,7 +79,7 @@ func reap(ctx context.Context, leases coordinationv1client.LeaseInterface, l *co
 }
 
 // reapStale removes the Leases this waiter saw unchanged for longer than
-// they may be.
+// they may be, or whose writer it knows has exited.
 func (w *waiter) reapStale(ctx context.Context) {
 	if len(w.observed) == 0 {
 		return
@@ -94,7 +94,8 @@ func (w *waiter) reapStale(ctx context.Context) {
 		if l.Name == w.mine {
 			continue
 		}
-		if o, ok := w.observed[l.Name]; ok && o.rv == l.ResourceVersion && time.Since(o.since) > w.staleAfter(l) {
+		o, ok := w.observed[l.Name]
+		if (ok && o.rv == l.ResourceVersion && time.Since(o.since) > w.staleAfter(l)) || exited(l) {
 			reap(ctx, leases, l)
 		}
 	}
@@ -118,7 +119,7 @@ func (w *waiter) waitForTurn(ctx context.Context) error {
 		var members []member
 		for i := range list.Items {
 			l := &list.Items[i]
-			if l.Name != mine && w.observe(l) > w.staleAfter(l) && reap(ctx, leases, l) {
+			if l.Name != mine && (w.observe(l) > w.staleAfter(l) || exited(l)) && reap(ctx, leases, l) {
 				continue
 			}
 			members = append(members, member{name: l.Name, rv: l.ResourceVersion, position: positionOf(l), duration: q.duration(l)})
