@@ -21,6 +21,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/lazyregexp"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
@@ -77,6 +79,17 @@ type Backup struct {
 // Store is a directory of backups.
 type Store struct {
 	Dir string
+	// Clock stamps the times written in backups, manifest backups and last
+	// known good records (the real clock when nil). Which backup is newer is
+	// never decided by it alone: a clock can step back.
+	Clock clock.PassiveClock
+}
+
+func (s *Store) now() time.Time {
+	if s.Clock == nil {
+		return time.Now().UTC()
+	}
+	return s.Clock.Now().UTC()
 }
 
 // Write stores doc with meta as a new backup and returns it. meta.SHA256 and
@@ -86,7 +99,7 @@ func (s *Store) Write(doc []byte, meta Meta) (*Backup, error) {
 		return nil, err
 	}
 	meta.SHA256 = sum(doc)
-	meta.Time = time.Now().UTC()
+	meta.Time = s.now()
 	suffix := make([]byte, 4)
 	if _, err := rand.Read(suffix); err != nil {
 		return nil, err

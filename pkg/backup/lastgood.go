@@ -51,7 +51,7 @@ func (s *Store) MarkLastGood(b *Backup, node string) error {
 		return err
 	}
 	data, err := json.MarshalIndent(LastGood{Node: node, Namespace: b.Namespace, ConfigMap: b.ConfigMap,
-		Backup: b.Name, SHA256: b.SHA256, Time: time.Now().UTC()}, "", "  ")
+		Backup: b.Name, SHA256: b.SHA256, Time: s.now()}, "", "  ")
 	if err != nil {
 		return err
 	}

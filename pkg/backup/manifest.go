@@ -70,7 +70,7 @@ func (s *Store) WriteManifest(manifest []byte, meta ManifestMeta) (*ManifestBack
 		return nil, err
 	}
 	sum := sha256.Sum256(manifest)
-	meta.SHA256, meta.Time, meta.PluginVersion = hex.EncodeToString(sum[:]), time.Now().UTC(), version.Version
+	meta.SHA256, meta.Time, meta.PluginVersion = hex.EncodeToString(sum[:]), s.now(), version.Version
 	name := fmt.Sprintf("%s.%s.%s.%s.manifest", strings.TrimSuffix(meta.ConfigBackup, ".yaml"),
 		meta.Time.Format(timeLayout), meta.Node, meta.Component)
 	if !manifestPattern().MatchString(name) {
