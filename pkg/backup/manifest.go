@@ -173,14 +173,10 @@ func (s *Store) pruneManifestsOf(removed []string) []string {
 	return out
 }
 
-// startsWith reports whether name is a regular file that starts with head.
+// startsWith reports whether name is a file the store trusts that starts
+// with head.
 func (s *Store) startsWith(name, head string) bool {
-	path := filepath.Join(s.Dir, name)
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return false
-	}
-	f, err := os.Open(path)
+	f, _, err := s.open(name, "manifest backup")
 	if err != nil {
 		return false
 	}

@@ -38,17 +38,9 @@ func (o Owner) String() string {
 
 // readMeta reads only the header of a backup file: enough to know whose it
 // is, without reading the document. A file without a backup header is not
-// the store's.
+// the store's. The directory is the caller's to check (by listing it).
 func (s *Store) readMeta(name string) (Meta, error) {
-	path := filepath.Join(s.Dir, name)
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return Meta{}, err
-	}
-	if !fi.Mode().IsRegular() {
-		return Meta{}, errors.New("not a regular file")
-	}
-	f, err := os.Open(path)
+	f, _, err := s.open(name, "backup")
 	if err != nil {
 		return Meta{}, err
 	}
