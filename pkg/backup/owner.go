@@ -63,9 +63,15 @@ func (s *Store) readMeta(name string) (Meta, error) {
 
 // Prune removes, for each ConfigMap that has backups in the store, its
 // oldest backups beyond keep. Only files with a backup name and a backup
-// header are ever removed.
+// header are ever removed, and never a node's last known good. Damaged last
+// known good records protect nothing: the rest is pruned, and they are
+// named in the error (exit code 3) returned with what was removed.
 func (s *Store) Prune(keep int) ([]string, error) {
 	names, err := s.List()
+	if err != nil {
+		return nil, err
+	}
+	lastGood, damaged, err := s.protected()
 	if err != nil {
 		return nil, err
 	}
@@ -77,17 +83,18 @@ func (s *Store) Prune(keep int) ([]string, error) {
 	}
 	var removed []string
 	for _, names := range byOwner {
-		gone, err := s.remove(names, keep)
+		gone, err := s.remove(names, keep, lastGood)
 		removed = append(removed, gone...)
 		if err != nil {
 			return removed, err
 		}
 	}
 	slices.Sort(removed)
-	return removed, nil
+	return removed, damaged
 }
 
-// PruneOwner removes the oldest backups of owner beyond keep.
+// PruneOwner removes the oldest backups of owner beyond keep, as Prune
+// does.
 func (s *Store) PruneOwner(keep int, owner Owner) ([]string, error) {
 	names, err := s.List()
 	if err != nil {
@@ -97,18 +104,25 @@ func (s *Store) PruneOwner(keep int, owner Owner) ([]string, error) {
 	if len(names) <= keep {
 		return nil, nil // nothing to do: skip reading the headers
 	}
+	lastGood, damaged, err := s.protected()
+	if err != nil {
+		return nil, err
+	}
 	names = slices.DeleteFunc(names, func(name string) bool {
 		m, err := s.readMeta(name)
 		return err != nil || m.Owner() != owner
 	})
-	return s.remove(names, keep)
+	removed, err := s.remove(names, keep, lastGood)
+	if err != nil {
+		return removed, err
+	}
+	return removed, damaged
 }
 
-// remove deletes the oldest of names (sorted oldest first) beyond keep.
-// A node's last known good is never removed, and the manifest backups
-// reconfigure kept with a backup go with it.
-func (s *Store) remove(names []string, keep int) ([]string, error) {
-	lastGood := s.lastGoodBackups()
+// remove deletes the oldest of names (sorted oldest first) beyond keep,
+// except the backups in lastGood, and the manifest backups reconfigure
+// kept with each one it deletes.
+func (s *Store) remove(names []string, keep int, lastGood map[string]bool) ([]string, error) {
 	names = slices.DeleteFunc(slices.Clone(names), func(name string) bool { return lastGood[name] })
 	if len(names) <= keep {
 		return nil, nil

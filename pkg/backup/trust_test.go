@@ -296,3 +296,33 @@ func mkdir(t *testing.T, path string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// TestUntrustedLastGoodRecordStopsPruning (review B2): a last known good
+// record the store may not read (another user's) might name any backup, so
+// nothing is pruned until it is dealt with, and the error says why.
+func TestUntrustedLastGoodRecordStopsPruning(t *testing.T) {
+	asRoot(t)
+	s := &Store{Dir: t.TempDir()}
+	var all []*Backup
+	for range 4 {
+		b, err := s.Write(doc(t), reconfigureMeta())
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b)
+	}
+	if err := s.MarkLastGood(all[1], "cp-1"); err != nil {
+		t.Fatal(err)
+	}
+	chown(t, filepath.Join(s.Dir, "last-known-good--kube-system--kubeadm-config--cp-1.json"), nobody)
+	removed, err := s.Prune(1)
+	if len(removed) != 0 || err == nil || !strings.Contains(err.Error(), "none is pruned") {
+		t.Fatalf("Prune removed %v (%v), want nothing and the record named", removed, err)
+	}
+	if removed, err := s.PruneOwner(1, all[0].Owner()); len(removed) != 0 || err == nil {
+		t.Fatalf("PruneOwner removed %v (%v), want nothing", removed, err)
+	}
+	if names, _ := s.List(); len(names) != 4 {
+		t.Fatalf("%d backups left, want all 4", len(names))
+	}
+}
