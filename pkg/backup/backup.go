@@ -136,9 +136,11 @@ func encodeHeader(m Meta) []byte {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// List returns the store's backups, oldest first. Files that do not carry a
-// backup name are ignored; files that do are listed even when damaged, with
-// Read's verdict left to Verify.
+// List returns the store's backups in the order of the times in their
+// names, as the clocks of the hosts that took them tell it: for display.
+// Which of one ConfigMap's backups is newer is decided by resourceVersion
+// (Latest, Prune). Files that do not carry a backup name are ignored; files
+// that do are listed even when damaged, with Read's verdict left to Verify.
 func (s *Store) List() ([]string, error) {
 	return s.names(namePattern, "backups")
 }
