@@ -8,12 +8,15 @@
 // holds the turn; a Lease that has not changed for its whole duration (the
 // TTL its own writer chose, whatever the waiter's), as seen by the waiter
 // behind it, belongs to a writer that died, and is deleted. So a killed
-// writer delays the others by at most its TTL.
+// writer delays the others by at most its TTL. A writer whose time budget
+// is shorter than that cannot outwait it and gives up; the first writer
+// with more time removes it.
 //
 // A writer of this host that has exited is told at once, without waiting:
 // each Lease names its writer's process (ProcessAnnotation), and a writer
 // that finds the Lease of a process of its own host that no longer runs
 // deletes it, even when it only looks whether writers are queued (Busy).
+// The Lease of a writer of another host can only be judged by staleness.
 //
 // Staleness is judged only by what this process observes, on its own
 // monotonic clock: how long a Lease's resourceVersion has stayed the same
