@@ -16,10 +16,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/lazyregexp"
 
@@ -77,6 +78,17 @@ type Backup struct {
 // Store is a directory of backups.
 type Store struct {
 	Dir string
+	// Clock stamps the times written in backups, manifest backups and last
+	// known good records (the real clock when nil). Which backup is newer is
+	// never decided by it alone: a clock can step back.
+	Clock clock.PassiveClock
+}
+
+func (s *Store) now() time.Time {
+	if s.Clock == nil {
+		return time.Now().UTC()
+	}
+	return s.Clock.Now().UTC()
 }
 
 // Write stores doc with meta as a new backup and returns it. meta.SHA256 and
@@ -86,7 +98,7 @@ func (s *Store) Write(doc []byte, meta Meta) (*Backup, error) {
 		return nil, err
 	}
 	meta.SHA256 = sum(doc)
-	meta.Time = time.Now().UTC()
+	meta.Time = s.now()
 	suffix := make([]byte, 4)
 	if _, err := rand.Read(suffix); err != nil {
 		return nil, err
@@ -124,21 +136,18 @@ func encodeHeader(m Meta) []byte {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// List returns the store's backups, oldest first. Files that do not carry a
-// backup name are ignored; files that do are listed even when damaged, with
-// Read's verdict left to Verify.
+// List returns the store's backups in the order of the times in their
+// names, as the clocks of the hosts that took them tell it: for display.
+// Which of one ConfigMap's backups is newer is decided by resourceVersion
+// (Latest, Prune). Files that do not carry a backup name are ignored; files
+// that do are listed even when damaged, with Read's verdict left to Verify.
 func (s *Store) List() ([]string, error) {
-	if err := s.checkDir(); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, err
-	}
 	return s.names(namePattern, "backups")
 }
 
-// Read opens one backup by name, checking that it is a regular file (not a
-// symlink) and that its header parses. It does not check the checksum.
+// Read opens one backup by name, checking the directory and the file as
+// the store does for every read (see trust.go), and that its header parses.
+// It does not check the checksum, which is no authentication anyway.
 func (s *Store) Read(name string) (*Backup, error) {
 	data, path, size, err := s.readFile(name, "backup", namePattern)
 	if err != nil {

@@ -215,7 +215,7 @@ func TestLeftoverTempFilesAreRemoved(t *testing.T) {
 }
 
 // TestUnsafeDirectoriesAreRefused: a backup directory others can write, and
-// a symlink above it in a directory others can write, are refused (exit 2);
+// a path to it through a directory others can write, are refused (exit 2);
 // a symlink above it that only this user controls is fine.
 func TestUnsafeDirectoriesAreRefused(t *testing.T) {
 	base := t.TempDir()
@@ -239,7 +239,7 @@ func TestUnsafeDirectoriesAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := (&Store{Dir: filepath.Join(shared, "link", "backups")}).Write(doc(t), meta()); exitcode.FromError(err) != exitcode.Usage ||
-		!strings.Contains(err.Error(), "is a symlink another user could replace") {
+		!strings.Contains(err.Error(), "shared is writable by other users and not sticky") {
 		t.Fatalf("symlink in a world-writable directory: %v", err)
 	}
 	// base/ours -> mine: only this user can replace it.

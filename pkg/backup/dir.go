@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -17,21 +16,28 @@ import (
 // DefaultDir is where backups go without --backup-dir: $KUBEADMCFG_BACKUP_DIR,
 // else /etc/kubernetes/kubeadmcfg/backups for root (beside kubeadm's own
 // files), else $XDG_STATE_HOME/kubeadmcfg/backups (default ~/.local/state).
+// It is "" when none of these can be had (HOME is not set): a Store without
+// a directory refuses every use with ErrNoDir, rather than keep backups in a
+// directory other users share.
 func DefaultDir() string {
-	if d := os.Getenv("KUBEADMCFG_BACKUP_DIR"); d != "" {
+	return defaultDir(os.Geteuid() == 0, os.Getenv, os.UserHomeDir)
+}
+
+func defaultDir(root bool, getenv func(string) string, home func() (string, error)) string {
+	if d := getenv("KUBEADMCFG_BACKUP_DIR"); d != "" {
 		return d
 	}
-	if os.Geteuid() == 0 {
+	if root {
 		return "/etc/kubernetes/kubeadmcfg/backups"
 	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "kubeadmcfg", "backups")
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(os.TempDir(), "kubeadmcfg", "backups")
+	h, err := home()
+	if err != nil || !filepath.IsAbs(h) {
+		return ""
 	}
-	return filepath.Join(home, ".local", "state", "kubeadmcfg", "backups")
+	return filepath.Join(h, ".local", "state", "kubeadmcfg", "backups")
 }
 
 // ensureDir creates the directory 0700 if needed and checks it, so backups
@@ -45,73 +51,6 @@ func (s *Store) ensureDir() error {
 		return exitcode.Failuref("cannot create the backup directory: %w", err)
 	}
 	return s.checkDir()
-}
-
-// checkDir refuses a backup directory that another user could redirect or
-// write into: the directory itself must be a real directory, owned by this
-// user and writable by no one else; every directory above it that is a
-// symlink must be one no other user can replace.
-func (s *Store) checkDir() error {
-	dir, err := filepath.Abs(s.Dir)
-	if err != nil {
-		return exitcode.Failuref("backup directory: %w", err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return exitcode.Failuref("backup directory: %w", err)
-	}
-	refuse := func(why string) error {
-		return exitcode.Usagef("refusing backup directory %s: %s", s.Dir, why)
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return refuse("it is a symlink (give its real path)")
-	}
-	if !fi.IsDir() {
-		return exitcode.Usagef("backup directory %s is not a directory", s.Dir)
-	}
-	if owner(fi) != os.Geteuid() {
-		return refuse("it is not owned by this user")
-	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return refuse("other users can write into it (chmod go-w)")
-	}
-	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
-		if err := checkAncestor(p); err != nil {
-			return refuse(err.Error())
-		}
-		if p == filepath.Dir(p) {
-			return nil
-		}
-	}
-}
-
-// checkAncestor accepts a directory above the backup directory unless it is
-// a symlink that someone other than root or this user could replace.
-func checkAncestor(p string) error {
-	fi, err := os.Lstat(p)
-	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-		return nil
-	}
-	trusted := func(uid int) bool { return uid == 0 || uid == os.Geteuid() }
-	parent, err := os.Stat(filepath.Dir(p))
-	if err != nil {
-		return err
-	}
-	writable := parent.Mode().Perm()&0o022 != 0 && parent.Mode()&fs.ModeSticky == 0
-	if !trusted(owner(fi)) || !trusted(owner(parent)) || writable {
-		return errors.New(p + " is a symlink another user could replace")
-	}
-	return nil
-}
-
-func owner(fi fs.FileInfo) int {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return int(st.Uid)
-	}
-	return os.Geteuid() // no owners on this platform
 }
 
 // tempPrefix starts the name of every file being written; the kubelet and

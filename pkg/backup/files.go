@@ -16,10 +16,16 @@ import (
 // good records) are listed and opened the same way.
 
 // names lists the store's files whose names match pattern, sorted (so by
-// time, for the kinds named after it). A missing directory has none. Every
-// listing also removes leftover temporary files, so the one directory read
-// a write's pruning makes does both.
+// time, for the kinds named after it), after checking the directory. A
+// missing directory has none. Every listing also removes leftover temporary
+// files, so the one directory read a write's pruning makes does both.
 func (s *Store) names(pattern func() *regexp.Regexp, what string) ([]string, error) {
+	if err := s.checkDir(); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
 	entries, err := os.ReadDir(s.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -38,31 +44,38 @@ func (s *Store) names(pattern func() *regexp.Regexp, what string) ([]string, err
 	return names, nil
 }
 
-// readFile reads one of the store's files by name. The name must be of
-// the kind pattern matches (what names the kind in messages), and the file
-// a regular file of at most 2 MiB: a symlink or other entry is never
-// trusted, and a larger file is not one the store wrote (exit 3).
+// readFile reads one of the store's files by name, after checking the
+// directory as a write does. The name must be of the kind pattern matches
+// (what names the kind in messages), and the file one the store trusts (see
+// open) of at most 2 MiB: anything else is refused with exit code 3.
 func (s *Store) readFile(name, what string, pattern func() *regexp.Regexp) (data []byte, path string, size int64, err error) {
 	if name != filepath.Base(name) || !pattern().MatchString(name) {
 		return nil, "", 0, exitcode.Usagef("%q is not a %s name (see 'kubectl kubeadmcfg backup list')", name, what)
 	}
-	path = filepath.Join(s.Dir, name)
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", 0, exitcode.NotFoundf("%s %s not found in %s", what, name, s.Dir)
+	notFound := exitcode.NotFoundf("%s %s not found in %s", what, name, s.Dir)
+	if err := s.checkDir(); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "", 0, notFound
+		}
+		return nil, "", 0, err
 	}
-	if err != nil {
+	f, fi, err := s.open(name, what)
+	var distrust *untrustedError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, "", 0, notFound
+	case errors.As(err, &distrust):
+		return nil, "", 0, exitcode.New(exitcode.Invalid, err)
+	case err != nil:
 		return nil, "", 0, exitcode.Failuref("read %s: %w", what, err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, "", 0, exitcode.Invalidf("%s %s is not a regular file (a symlink or other entry is never trusted)", what, name)
-	}
-	data, err = input.ReadFile(path)
+	defer f.Close()
+	data, err = input.Read(f)
 	if errors.Is(err, input.ErrTooLarge) {
 		return nil, "", 0, exitcode.Invalidf("%s %s is %w", what, name, input.ErrTooLarge)
 	}
 	if err != nil {
 		return nil, "", 0, exitcode.Failuref("read %s: %w", what, err)
 	}
-	return data, path, fi.Size(), nil
+	return data, f.Name(), fi.Size(), nil
 }

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -51,7 +52,7 @@ func (s *Store) MarkLastGood(b *Backup, node string) error {
 		return err
 	}
 	data, err := json.MarshalIndent(LastGood{Node: node, Namespace: b.Namespace, ConfigMap: b.ConfigMap,
-		Backup: b.Name, SHA256: b.SHA256, Time: time.Now().UTC()}, "", "  ")
+		Backup: b.Name, SHA256: b.SHA256, Time: s.now()}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -85,21 +86,52 @@ func (s *Store) LastGood(namespace, configMap, node string) (*Backup, error) {
 	return b, nil
 }
 
-// LastGoods returns every last known good recorded in the store.
+// LastGoods returns every last known good recorded in the store. Damaged
+// records are left out and named in the error (exit code 3), which comes
+// with the records that could be read.
 func (s *Store) LastGoods() ([]LastGood, error) {
-	names, err := s.names(lastGoodPattern, "last known good records")
+	marks, damaged, err := s.lastGoods()
 	if err != nil {
 		return nil, err
 	}
-	var out []LastGood
+	return marks, damaged
+}
+
+// errDamaged marks a last known good record of the store that does not
+// parse: it names no backup.
+var errDamaged = errors.New("damaged")
+
+// lastGoods reads every last known good record. damaged (nil when none)
+// names the records that do not parse; err is the listing, or a record,
+// that could not be read at all or is not trusted.
+func (s *Store) lastGoods() (marks []LastGood, damaged, err error) {
+	names, err := s.names(lastGoodPattern, "last known good records")
+	if err != nil {
+		return nil, nil, err
+	}
+	var broken []string
 	for _, name := range names {
 		mark, err := s.readLastGood(name)
-		if err != nil {
-			return nil, err
+		switch {
+		case err == nil:
+			marks = append(marks, *mark)
+		case errors.Is(err, errDamaged):
+			broken = append(broken, name)
+		case exitcode.FromError(err) == exitcode.NotFound:
+			// removed since the listing: it protects nothing now
+		default:
+			return nil, nil, err
 		}
-		out = append(out, *mark)
 	}
-	return out, nil
+	switch len(broken) {
+	case 0:
+		return marks, nil, nil
+	case 1:
+		damaged = exitcode.Invalidf("last known good record %s is damaged and protects no backup from pruning (repair it, or remove it and run reconfigure again)", broken[0])
+	default:
+		damaged = exitcode.Invalidf("last known good records %s are damaged and protect no backup from pruning (repair them, or remove them and run reconfigure again)", strings.Join(broken, ", "))
+	}
+	return marks, damaged, nil
 }
 
 func (s *Store) readLastGood(name string) (*LastGood, error) {
@@ -109,18 +141,24 @@ func (s *Store) readLastGood(name string) (*LastGood, error) {
 	}
 	var mark LastGood
 	if err := json.Unmarshal(data, &mark); err != nil || !namePattern().MatchString(mark.Backup) {
-		return nil, exitcode.Invalidf("%s is damaged", name)
+		return nil, exitcode.New(exitcode.Invalid, fmt.Errorf("%s is %w", name, errDamaged))
 	}
 	return &mark, nil
 }
 
-// lastGoodBackups is the set of backups some node's last known good names:
-// pruning keeps them, however old.
-func (s *Store) lastGoodBackups() map[string]bool {
-	marks, _ := s.LastGoods()
-	out := map[string]bool{}
-	for _, m := range marks {
-		out[m.Backup] = true
+// protected is the set of backups some node's last known good names:
+// pruning keeps them, however old. A damaged record names no backup: it is
+// left out, so that it does not cost every other node its protection, and
+// reported in damaged. A record that cannot be read at all, or is not
+// trusted, might name any backup: then err says that nothing may be pruned.
+func (s *Store) protected() (keep map[string]bool, damaged, err error) {
+	marks, damaged, err := s.lastGoods()
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot tell which backups are last known good, so none is pruned: %w", err)
 	}
-	return out
+	keep = map[string]bool{}
+	for _, m := range marks {
+		keep[m.Backup] = true
+	}
+	return keep, damaged, nil
 }

@@ -70,7 +70,7 @@ func (s *Store) WriteManifest(manifest []byte, meta ManifestMeta) (*ManifestBack
 		return nil, err
 	}
 	sum := sha256.Sum256(manifest)
-	meta.SHA256, meta.Time, meta.PluginVersion = hex.EncodeToString(sum[:]), time.Now().UTC(), version.Version
+	meta.SHA256, meta.Time, meta.PluginVersion = hex.EncodeToString(sum[:]), s.now(), version.Version
 	name := fmt.Sprintf("%s.%s.%s.%s.manifest", strings.TrimSuffix(meta.ConfigBackup, ".yaml"),
 		meta.Time.Format(timeLayout), meta.Node, meta.Component)
 	if !manifestPattern().MatchString(name) {
@@ -173,14 +173,10 @@ func (s *Store) pruneManifestsOf(removed []string) []string {
 	return out
 }
 
-// startsWith reports whether name is a regular file that starts with head.
+// startsWith reports whether name is a file the store trusts that starts
+// with head.
 func (s *Store) startsWith(name, head string) bool {
-	path := filepath.Join(s.Dir, name)
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return false
-	}
-	f, err := os.Open(path)
+	f, _, err := s.open(name, "manifest backup")
 	if err != nil {
 		return false
 	}

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -40,17 +41,9 @@ func (o Owner) String() string {
 
 // readMeta reads only the header of a backup file: enough to know whose it
 // is, without reading the document. A file without a backup header is not
-// the store's.
+// the store's. The directory is the caller's to check (by listing it).
 func (s *Store) readMeta(name string) (Meta, error) {
-	path := filepath.Join(s.Dir, name)
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return Meta{}, err
-	}
-	if !fi.Mode().IsRegular() {
-		return Meta{}, errors.New("not a regular file")
-	}
-	f, err := os.Open(path)
+	f, _, err := s.open(name, "backup")
 	if err != nil {
 		return Meta{}, err
 	}
@@ -73,9 +66,15 @@ func (s *Store) readMeta(name string) (Meta, error) {
 
 // Prune removes, for each ConfigMap that has backups in the store, its
 // oldest backups beyond keep. Only files with a backup name and a backup
-// header are ever removed.
+// header are ever removed, and never a node's last known good. Damaged last
+// known good records protect nothing: the rest is pruned, and they are
+// named in the error (exit code 3) returned with what was removed.
 func (s *Store) Prune(keep int) ([]string, error) {
 	names, err := s.List()
+	if err != nil {
+		return nil, err
+	}
+	lastGood, damaged, err := s.protected()
 	if err != nil {
 		return nil, err
 	}
@@ -87,17 +86,18 @@ func (s *Store) Prune(keep int) ([]string, error) {
 	}
 	var removed []string
 	for _, names := range byOwner {
-		gone, err := s.remove(names, keep)
+		gone, err := s.remove(names, keep, lastGood)
 		removed = append(removed, gone...)
 		if err != nil {
 			return removed, err
 		}
 	}
 	slices.Sort(removed)
-	return removed, nil
+	return removed, damaged
 }
 
-// PruneOwner removes the oldest backups of owner beyond keep.
+// PruneOwner removes the oldest backups of owner beyond keep, as Prune
+// does.
 func (s *Store) PruneOwner(keep int, owner Owner) ([]string, error) {
 	names, err := s.List()
 	if err != nil {
@@ -107,19 +107,27 @@ func (s *Store) PruneOwner(keep int, owner Owner) ([]string, error) {
 	if len(names) <= keep {
 		return nil, nil // nothing to do: skip reading the headers
 	}
+	lastGood, damaged, err := s.protected()
+	if err != nil {
+		return nil, err
+	}
 	names = slices.DeleteFunc(names, func(name string) bool {
 		m, err := s.readMeta(name)
 		return err != nil || m.Owner() != owner
 	})
-	return s.remove(names, keep)
+	removed, err := s.remove(names, keep, lastGood)
+	if err != nil {
+		return removed, err
+	}
+	return removed, damaged
 }
 
-// remove deletes the oldest of names (sorted oldest first) beyond keep.
-// A node's last known good is never removed, and the manifest backups
-// reconfigure kept with a backup go with it.
-func (s *Store) remove(names []string, keep int) ([]string, error) {
-	lastGood := s.lastGoodBackups()
+// remove deletes the oldest of names, the backups of one ConfigMap object,
+// beyond keep, except the backups in lastGood, and the manifest backups
+// reconfigure kept with each one it deletes.
+func (s *Store) remove(names []string, keep int, lastGood map[string]bool) ([]string, error) {
 	names = slices.DeleteFunc(slices.Clone(names), func(name string) bool { return lastGood[name] })
+	slices.SortFunc(names, compareVersions)
 	if len(names) <= keep {
 		return nil, nil
 	}
@@ -135,24 +143,45 @@ func (s *Store) remove(names []string, keep int) ([]string, error) {
 	return removed, nil
 }
 
-// Latest returns the newest backup of owner, leaving out the ones a restore
+// compareVersions orders the backup names of one ConfigMap object, oldest
+// first: by the resourceVersion in the name, which the API server raises
+// with every write of the object whatever any clock says; only backups of
+// the same resourceVersion go by the time in their name, then by the rest.
+// Backups of different objects (uids) are never ordered by it: their
+// resourceVersions need not come from the same etcd.
+func compareVersions(a, b string) int {
+	rva, rvb := namePattern().FindStringSubmatch(a)[3], namePattern().FindStringSubmatch(b)[3]
+	rva, rvb = strings.TrimLeft(rva, "0"), strings.TrimLeft(rvb, "0")
+	if c := cmp.Compare(len(rva), len(rvb)); c != 0 {
+		return c // decimal, without leading zeros: the longer is the larger
+	}
+	if c := strings.Compare(rva, rvb); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b) // the time comes first in a name
+}
+
+// Latest returns the newest backup of owner: of the live ConfigMap's uid,
+// the one of the highest resourceVersion (see compareVersions), so a clock
+// that stepped back, or hosts with skewed clocks sharing the directory,
+// never make an older backup look newer. It leaves out the ones a restore
 // took of the document it replaced: restoring "the latest" twice must not
 // flip back to what the first restore undid. The backups of what
 // reconfigure applied are left out too: they are the live document, not one
-// a write replaced. With owner.UID empty (no
-// cluster to ask) it takes the ConfigMap's backups of any uid, but refuses
-// when they are of more than one: which cluster is meant cannot be told.
+// a write replaced. With owner.UID empty (no cluster to ask) it takes the
+// ConfigMap's backups of any uid, but refuses when they are of more than
+// one: which cluster is meant cannot be told, and the resourceVersions of
+// two objects say nothing about which is newer.
 func (s *Store) Latest(owner Owner) (*Backup, error) {
 	names, err := s.List()
 	if err != nil {
 		return nil, err
 	}
+	names = slices.DeleteFunc(names, func(name string) bool { return namePattern().FindStringSubmatch(name)[2] != owner.ConfigMap })
+	slices.SortFunc(names, compareVersions)
 	uids := map[string]bool{}
 	var newest string
 	for i := len(names) - 1; i >= 0; i-- {
-		if namePattern().FindStringSubmatch(names[i])[2] != owner.ConfigMap {
-			continue
-		}
 		m, err := s.readMeta(names[i])
 		if err != nil {
 			if newest == "" {

@@ -5,9 +5,18 @@
 //
 // Each waiter creates a Lease, watches only the Lease just ahead of it, and
 // goes when that one is gone. A waiter renews its Lease while it waits or
-// holds the turn; a Lease that has not changed for a whole TTL, as seen by the
-// waiter behind it, belongs to a writer that died, and is deleted. So a killed
-// writer delays the others by at most the TTL.
+// holds the turn; a Lease that has not changed for its whole duration (the
+// TTL its own writer chose, whatever the waiter's), as seen by the waiter
+// behind it, belongs to a writer that died, and is deleted. So a killed
+// writer delays the others by at most its TTL. A writer whose time budget
+// is shorter than that cannot outwait it and gives up; the first writer
+// with more time removes it.
+//
+// A writer of this host that has exited is told at once, without waiting:
+// each Lease names its writer's process (ProcessAnnotation), and a writer
+// that finds the Lease of a process of its own host that no longer runs
+// deletes it, even when it only looks whether writers are queued (Busy).
+// The Lease of a writer of another host can only be judged by staleness.
 //
 // Staleness is judged only by what this process observes, on its own
 // monotonic clock: how long a Lease's resourceVersion has stayed the same
@@ -15,6 +24,13 @@
 // Lease's renewTime is written for people and tools to read, never compared
 // with this host's clock, so a host whose clock is off by an hour neither
 // deletes live Leases nor keeps dead ones.
+//
+// A writer deletes its Lease when its turn is done, also when its context
+// has ended: the deletion gets its own short budget (CleanupBudget) past
+// the context's deadline or cancellation, so a command may end up to that
+// long after its time budget. Without it, a writer that timed out would
+// leave its Lease, and with a deadline not longer than the TTL every later
+// writer would queue behind it, time out and leave its own in turn.
 //
 // The queue only orders writers that take part. The compare-and-swap on the
 // ConfigMap stays the correctness guarantee, for them and for every writer
@@ -25,19 +41,14 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
 
@@ -96,28 +107,27 @@ func (q *Queue) now() metav1.MicroTime {
 	return metav1.NewMicroTime(q.Clock.Now())
 }
 
-// member is a Lease in the queue, ordered by its position.
-type member struct {
-	name     string
-	rv       string
-	position string // the resourceVersion at which it joined
-}
-
 // Acquire joins the queue and blocks until this writer is at its head. The
 // returned release must be called when the turn is done; it deletes the
-// Lease, within the deadline of ctx. Renewal stops when ctx ends.
+// Lease, within CleanupBudget even when ctx has ended. Renewal stops when
+// ctx ends.
 func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 	leases := q.Client.Leases(q.Namespace)
 	now := q.now()
 	seconds := int32(min(max(q.ttl()/time.Second, 1), 3600))
+	var annotations map[string]string
+	if mark := processMark(); mark != "" {
+		annotations = map[string]string{ProcessAnnotation: mark}
+	}
 	// Take a free slot, starting anywhere so writers rarely try the same one.
 	var mine *coordinationv1.Lease
 	start := rand.IntN(Slots) //nolint:gosec // spreads writers over slots; no secret
 	for i := range Slots {
 		mine, err = leases.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{
-				Name:   SlotName(q.Name, (start+i)%Slots),
-				Labels: map[string]string{managed.Label: managed.By, QueueLabel: q.Name},
+				Name:        SlotName(q.Name, (start+i)%Slots),
+				Labels:      map[string]string{managed.Label: managed.By, QueueLabel: q.Name},
+				Annotations: annotations,
 			},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &q.Identity, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now},
 		}, metav1.CreateOptions{FieldManager: managed.By})
@@ -137,9 +147,10 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 	release = func() {
 		stopRenew()
 		wg.Wait()
-		// The turn's context may be cancelled; deleting the Lease must still
-		// happen, but within the command's time budget.
-		dctx, cancel := cleanupContext(ctx, q.ttl())
+		// The turn's context may have ended, by its deadline or an
+		// interrupt; deleting the Lease must still happen, or every later
+		// writer queues behind it.
+		dctx, cancel := q.cleanupContext(ctx)
 		defer cancel()
 		// Only our own copy: if ours expired and the slot was taken again,
 		// the new holder's Lease is not ours to delete.
@@ -159,26 +170,45 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 	return release, nil
 }
 
-// cleanupContext outlives the cancellation of ctx but not its deadline (or
-// grace, when ctx has none).
-func cleanupContext(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
-	if deadline, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	}
-	return context.WithTimeout(context.WithoutCancel(ctx), grace)
+// CleanupBudget is the most time a writer takes, past the end of its
+// context, to delete its own Lease (and the dead ones it saw): a TTL, but
+// no more than this. A command may therefore end up to this long after its
+// time budget.
+const CleanupBudget = 2 * time.Second
+
+// cleanupContext outlives ctx, its deadline and cancellation alike, by at
+// most CleanupBudget (or the TTL, when shorter): a writer that ran out of
+// time must still remove its Lease, which a context already past its
+// deadline would never send.
+func (q *Queue) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), min(q.ttl(), CleanupBudget))
 }
 
-// Busy reports whether writers are queued: any Lease in the queue. Whether a
-// Lease is alive cannot be told at a glance without comparing clocks, so a
-// dead one makes a newcomer queue behind it and remove it after a TTL. An
-// error counts as not busy: the compare-and-swap still guards the write.
+// Busy reports whether writers are queued: any Lease in the queue whose
+// writer is not known to have exited. A Lease whose writer ran on this host
+// and is gone (see ProcessAnnotation) is deleted here, so one a killed
+// writer left never makes a newcomer queue. Whether any other Lease is alive
+// cannot be told at a glance without comparing clocks, so a dead one makes a
+// newcomer queue behind it and remove it after its duration. An error
+// counts as not busy: the compare-and-swap still guards the write.
 func (q *Queue) Busy(ctx context.Context) bool {
+	leases := q.Client.Leases(q.Namespace)
 	// Served from the apiserver's cache ("0"): a hint needs no quorum read,
 	// and a consistent list of an idle resource can wait ~100 ms for etcd's
-	// progress notification.
-	list, err := q.Client.Leases(q.Namespace).List(ctx, metav1.ListOptions{
+	// progress notification. A copy that is out of date is not deleted: the
+	// deletion is conditional on its resourceVersion.
+	list, err := leases.List(ctx, metav1.ListOptions{
 		LabelSelector: QueueLabel + "=" + q.Name, ResourceVersion: "0"})
-	return err == nil && len(list.Items) > 0
+	if err != nil {
+		return false
+	}
+	busy := false
+	for i := range list.Items {
+		if l := &list.Items[i]; !exited(l) || !reap(ctx, leases, l) {
+			busy = true
+		}
+	}
+	return busy
 }
 
 // renew keeps the Lease alive; every renewal records its position, which
@@ -197,193 +227,6 @@ func (q *Queue) renew(ctx context.Context, name string, uid types.UID, position 
 			uid, PositionAnnotation, position, q.now().UTC().Format(metav1.RFC3339Micro))
 		_, _ = q.Client.Leases(q.Namespace).Patch(ctx, name, types.MergePatchType, []byte(patch),
 			metav1.PatchOptions{FieldManager: managed.By})
-	}
-}
-
-// observation is when this process first saw a Lease at a resourceVersion.
-type observation struct {
-	rv    string
-	since time.Time // monotonic
-}
-
-// waiter is one writer waiting for its turn.
-type waiter struct {
-	*Queue
-	mine     string
-	seen     string                 // the newest resourceVersion this waiter has observed
-	observed map[string]observation // other Leases, as this waiter has seen them
-}
-
-// observe records l and reports how long it has stayed unchanged, as seen
-// from here.
-func (w *waiter) observe(l *coordinationv1.Lease) time.Duration {
-	o, ok := w.observed[l.Name]
-	if !ok || o.rv != l.ResourceVersion {
-		o = observation{rv: l.ResourceVersion, since: time.Now()}
-		w.observed[l.Name] = o
-	}
-	return time.Since(o.since)
-}
-
-// staleAfter is how long a Lease may stay unchanged before its writer is
-// taken for dead: its own duration plus a TTL of grace.
-func (w *waiter) staleAfter(l *coordinationv1.Lease) time.Duration {
-	d := w.ttl()
-	if l.Spec.LeaseDurationSeconds != nil {
-		d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
-	}
-	return d + w.ttl()
-}
-
-// reap deletes l if it is still the copy observed; it reports whether l is
-// gone.
-func (w *waiter) reap(ctx context.Context, l *coordinationv1.Lease) bool {
-	err := w.Client.Leases(w.Namespace).Delete(ctx, l.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
-	return err == nil || apierrors.IsNotFound(err)
-}
-
-// reapStale removes the Leases this waiter saw unchanged for longer than
-// they may be.
-func (w *waiter) reapStale(ctx context.Context) {
-	if len(w.observed) == 0 {
-		return
-	}
-	list, err := w.Client.Leases(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: QueueLabel + "=" + w.Name})
-	if err != nil {
-		return
-	}
-	for i := range list.Items {
-		l := &list.Items[i]
-		if o, ok := w.observed[l.Name]; ok && l.Name != w.mine && o.rv == l.ResourceVersion && time.Since(o.since) > w.staleAfter(l) {
-			w.reap(ctx, l)
-		}
-	}
-}
-
-// waitForTurn lists the queue, and while a Lease is ahead of ours, watches
-// the one just ahead until it is deleted, or deletes it once it has gone a
-// whole TTL without change.
-func (w *waiter) waitForTurn(ctx context.Context) error {
-	q, mine := w.Queue, w.mine
-	leases := q.Client.Leases(q.Namespace)
-	for {
-		// A list at least as new as what we have seen, served from the
-		// apiserver's cache: it holds our own Lease and every Lease ahead of
-		// it, without the wait of a quorum read.
-		list, err := leases.List(ctx, metav1.ListOptions{LabelSelector: QueueLabel + "=" + q.Name,
-			ResourceVersion: w.seen, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
-		if err != nil {
-			return fmt.Errorf("list the write queue: %w", err)
-		}
-		var members []member
-		for i := range list.Items {
-			l := &list.Items[i]
-			if l.Name != mine && w.observe(l) > w.staleAfter(l) && w.reap(ctx, l) {
-				continue
-			}
-			members = append(members, member{name: l.Name, rv: l.ResourceVersion, position: positionOf(l)})
-		}
-		var orderErr error
-		slices.SortFunc(members, func(a, b member) int {
-			c, err := resourceversion.CompareResourceVersion(a.position, b.position)
-			if err != nil {
-				orderErr = err
-			}
-			if c != 0 {
-				return c
-			}
-			return strings.Compare(a.name, b.name)
-		})
-		if orderErr != nil {
-			// A position that does not parse cannot be ordered: stop using
-			// the queue rather than guess (the caller falls back to backoff).
-			return fmt.Errorf("cannot order the write queue: %w", orderErr)
-		}
-		i := slices.IndexFunc(members, func(m member) bool { return m.name == mine })
-		if i < 0 {
-			return fmt.Errorf("our Lease left the write queue (deleted as expired?)")
-		}
-		if i == 0 {
-			return nil
-		}
-		gone, seen, err := q.waitGone(ctx, members[i-1], list.ResourceVersion)
-		if err != nil {
-			return err
-		}
-		if !gone && seen == "" {
-			// The watch ended or failed: pause before listing again rather
-			// than spin against a struggling apiserver.
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(wait.Jitter(50*time.Millisecond, 1)):
-			}
-		}
-		if seen != "" {
-			w.seen = seen
-		}
-		// The head left and we were right behind it: any Lease created since
-		// is behind us, so the turn is ours without listing again.
-		if gone && i == 1 {
-			return nil
-		}
-	}
-}
-
-// waitGone returns when the Lease ahead is deleted, deleting it itself when
-// it has not changed for a whole TTL (its writer died). gone is false when
-// it cannot tell, and the caller should list again.
-func (q *Queue) waitGone(ctx context.Context, ahead member, fromRV string) (gone bool, seen string, err error) {
-	leases := q.Client.Leases(q.Namespace)
-	w, err := leases.Watch(ctx, metav1.ListOptions{
-		FieldSelector:   fields.OneTermEqualSelector("metadata.name", ahead.name).String(),
-		ResourceVersion: fromRV,
-	})
-	if err != nil {
-		return false, "", fmt.Errorf("watch the write queue: %w", err)
-	}
-	defer w.Stop()
-	rv := ahead.rv
-	timer := time.NewTimer(q.ttl())
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false, "", ctx.Err()
-		case <-timer.C:
-			// No renewal for a whole TTL: its writer is gone. Delete it only if
-			// it is still the copy we saw.
-			err := leases.Delete(ctx, ahead.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
-			if err == nil || apierrors.IsNotFound(err) {
-				return false, "", nil // the writer ahead of it may still be alive: list again
-			}
-			if !apierrors.IsConflict(err) {
-				return false, "", fmt.Errorf("remove an expired Lease from the write queue: %w", err)
-			}
-			return false, "", nil // renewed meanwhile: list and watch again
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return false, "", nil // the watch ended: list again
-			}
-			if l, ok := ev.Object.(*coordinationv1.Lease); ok && l.Name != ahead.name {
-				continue // the field selector is the server's; a fake client may not apply it
-			}
-			switch ev.Type {
-			case watch.Deleted:
-				if l, ok := ev.Object.(*coordinationv1.Lease); ok {
-					return true, l.ResourceVersion, nil
-				}
-				return true, "", nil
-			case watch.Modified:
-				if l, ok := ev.Object.(*coordinationv1.Lease); ok {
-					rv = l.ResourceVersion
-				}
-				timer.Reset(q.ttl())
-			case watch.Error:
-				return false, "", nil
-			}
-		}
 	}
 }
 
