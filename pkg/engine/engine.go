@@ -7,6 +7,11 @@
 // retry budget, the fair queue writers take turns in after a conflict, the
 // --if-leader guard, validation, and the backup of what a write replaces. It
 // returns data (Result, DocumentResult); it prints nothing.
+//
+// A write whose answer is lost is applied at most once, and the engine says
+// when it cannot tell whether it landed (exit 7); resolve.go has the
+// argument. For it to hold, build the client with WrapNoWriteRetries, so
+// that client-go never sends a write again by itself.
 package engine
 
 import (
