@@ -47,7 +47,8 @@ type beforeWrite func(ctx context.Context, current *corev1.ConfigMap) error
 // mutate on the newer copy; throttling, server errors and broken connections
 // are retried too, until Options.Timeout. Forbidden, not found and invalid
 // are returned at once. With a Leader, a process that does not hold the
-// Lease writes nothing and reports Skipped.
+// Lease, at the start or right before a write, writes nothing (more) and
+// reports Skipped.
 //
 // A write whose answer is lost is applied at most once: see resolve.
 func (e *Engine) Update(ctx context.Context, mutate Mutate) (*Result, error) {
@@ -169,6 +170,17 @@ func (c *call) attempt(ctx context.Context, mutate Mutate, before beforeWrite, b
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}
+	}
+	if reason, err := e.recheckLeader(ctx); err != nil || reason != "" {
+		if err != nil {
+			return !IsRetryable(err) && ctx.Err() == nil, err
+		}
+		if c.pending != nil {
+			return true, c.unknown(errors.Join(c.pending.cause, errors.New(reason)))
+		}
+		res.Changed, res.Created, res.Old, res.New = false, false, nil, nil
+		res.Skipped, res.SkipReason = true, reason
+		return true, nil
 	}
 	if before != nil && !create && e.opts.DryRun == DryRunNone {
 		if err := before(ctx, current); err != nil {
