@@ -30,10 +30,11 @@ import (
 
 // FaultProxy is a TLS-terminating reverse proxy in front of the API server
 // that loses answers on purpose: it forwards a write, lets it commit, and
-// drops the connection instead of relaying the answer; or drops a write
-// before it reaches the server; or answers everything with a proxy's HTML
-// error page; or refuses every connection. Reads and watches pass through.
-// It listens on 127.0.0.1 only.
+// drops the connection instead of relaying the answer, or answers 503 with
+// Retry-After instead; or drops a write before it reaches the server; or
+// closes a watch before its first event; or answers everything with a
+// proxy's HTML error page; or refuses every connection. Other reads pass
+// through. It listens on 127.0.0.1 only.
 type FaultProxy struct {
 	// URL is where the proxy listens.
 	URL string
@@ -45,6 +46,10 @@ type FaultProxy struct {
 	mu     sync.Mutex
 	faults Faults
 	lost   []LostWrite
+	// faulted and closed count the writes and watches the faults were
+	// applied to since SetFaults.
+	faulted, closed int
+	closedTotal     int
 }
 
 // Faults say what the proxy does to the requests it sees.
@@ -55,6 +60,22 @@ type Faults struct {
 	// LoseRequest is the fraction of writes to ConfigMaps dropped with the
 	// connection before they reach the server.
 	LoseRequest float64
+	// Unavailable is the fraction of writes to ConfigMaps forwarded to the
+	// server whose answer is then replaced by a 503 page with Retry-After,
+	// as a load balancer answers that gave up waiting for its backend.
+	Unavailable float64
+	// MaxWrites, when not 0, is how many writes the three faults above are
+	// applied to; the writes after them pass through.
+	MaxWrites int
+	// Meanwhile, when set, runs after the server answered a write whose
+	// answer the proxy then drops or replaces, before the client hears
+	// anything: another writer gets in before the client can look.
+	Meanwhile func()
+	// CloseWatches is how many of the next watches on ConfigMaps the proxy
+	// closes once the server accepted them, before their first event: a
+	// connection that broke, as at an API server restart or a proxy's idle
+	// timeout.
+	CloseWatches int
 	// Blackout drops every connection (after TLS), as a server that went
 	// away.
 	Blackout bool
@@ -72,6 +93,9 @@ type LostWrite struct {
 	// Landed is true when the server committed the write (its answer was
 	// 2xx) before the proxy dropped the answer.
 	Landed bool
+	// Status is what the proxy answered instead of the server's answer; 0
+	// when it dropped the connection.
+	Status int
 }
 
 // writeIDAnnotation is the annotation the plugin's engine puts on every
@@ -128,10 +152,45 @@ func (c *Cluster) StartFaultProxy() (*FaultProxy, error) {
 func (p *FaultProxy) SetFaults(f Faults) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.faults = f
+	p.faults, p.faulted, p.closed = f, 0, 0
 }
 
-// Lost returns the writes whose answer the proxy dropped so far.
+// ClosedWatches returns how many watches the proxy closed so far.
+func (p *FaultProxy) ClosedWatches() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closedTotal
+}
+
+// take reports whether one more write may be faulted, and counts it.
+func (p *FaultProxy) take() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.faults.MaxWrites != 0 && p.faulted >= p.faults.MaxWrites {
+		return false
+	}
+	p.faulted++
+	return true
+}
+
+// takeWatch reports whether the watch r is to be closed, and counts it.
+func (p *FaultProxy) takeWatch(r *http.Request) bool {
+	if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/configmaps") {
+		return false
+	}
+	if w := r.URL.Query().Get("watch"); w != "true" && w != "1" {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed >= p.faults.CloseWatches {
+		return false
+	}
+	p.closed++
+	return true
+}
+
+// Lost returns the writes whose answer the proxy dropped or replaced so far.
 func (p *FaultProxy) Lost() []LostWrite {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -155,8 +214,12 @@ func (p *FaultProxy) serve(w http.ResponseWriter, r *http.Request, rp *httputil.
 		fmt.Fprintf(w, "<html><body><h1>%d %s</h1><p>proxy</p></body></html>\n", f.HTMLStatus, http.StatusText(f.HTMLStatus))
 		return
 	}
+	if p.takeWatch(r) {
+		p.closeWatch(w, r, forward, backend)
+		return
+	}
 	write := r.Method != http.MethodGet && strings.Contains(r.URL.Path, "/configmaps")
-	if !write || (f.LoseAnswer == 0 && f.LoseRequest == 0) {
+	if !write || (f.LoseAnswer == 0 && f.LoseRequest == 0 && f.Unavailable == 0) {
 		rp.ServeHTTP(w, r)
 		return
 	}
@@ -167,29 +230,54 @@ func (p *FaultProxy) serve(w http.ResponseWriter, r *http.Request, rp *httputil.
 	}
 	record := LostWrite{Method: r.Method, Path: r.URL.Path, WriteID: writeID(body)}
 	roll := mrand.Float64() //nolint:gosec // fault injection, no secret
-	if roll < f.LoseRequest {
+	faulted := roll < f.LoseRequest+f.LoseAnswer+f.Unavailable && p.take()
+	if faulted && roll < f.LoseRequest {
 		p.remember(record)
 		hangUp(w)
 		return
 	}
-	out := r.Clone(r.Context())
-	out.RequestURI = ""
-	out.URL.Scheme, out.URL.Host, out.Host = backend.Scheme, backend.Host, backend.Host
-	out.Body = io.NopCloser(bytes.NewReader(body))
-	out.ContentLength = int64(len(body))
-	resp, err := forward.RoundTrip(out)
+	resp, err := forward.RoundTrip(outgoing(r, backend, body))
 	if err != nil {
 		hangUp(w)
 		return
 	}
 	answer, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	if roll < f.LoseRequest+f.LoseAnswer {
+	if faulted {
 		record.Landed = resp.StatusCode/100 == 2
+		if f.Meanwhile != nil {
+			f.Meanwhile()
+		}
+		if roll >= f.LoseRequest+f.LoseAnswer {
+			record.Status = http.StatusServiceUnavailable
+			p.remember(record)
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, "<html><body><h1>503 Service Unavailable</h1><p>proxy: the backend took too long</p></body></html>\n")
+			return
+		}
 		p.remember(record)
 		hangUp(w) // committed (or refused) on the server; the answer is lost
 		return
 	}
+	relay(w, resp, answer)
+}
+
+// outgoing is r, with body, addressed to the backend.
+func outgoing(r *http.Request, backend *url.URL, body []byte) *http.Request {
+	out := r.Clone(r.Context())
+	out.RequestURI = ""
+	out.URL.Scheme, out.URL.Host, out.Host = backend.Scheme, backend.Host, backend.Host
+	if body != nil {
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.ContentLength = int64(len(body))
+	}
+	return out
+}
+
+// relay sends the server's answer on to the client.
+func relay(w http.ResponseWriter, resp *http.Response, answer []byte) {
 	for k, vs := range resp.Header {
 		for _, v := range vs {
 			w.Header().Add(k, v)
@@ -197,6 +285,40 @@ func (p *FaultProxy) serve(w http.ResponseWriter, r *http.Request, rp *httputil.
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(answer)
+}
+
+// closeWatch forwards the watch r and, once the server accepted it, sends
+// the client the server's headers and drops the connection before the first
+// event. A watch the server refused is answered as the server answered.
+func (p *FaultProxy) closeWatch(w http.ResponseWriter, r *http.Request, forward http.RoundTripper, backend *url.URL) {
+	resp, err := forward.RoundTrip(outgoing(r, backend, nil))
+	if err != nil {
+		hangUp(w)
+		return
+	}
+	if resp.StatusCode != http.StatusOK {
+		p.mu.Lock()
+		p.closed-- // not closed: the next watch is
+		p.mu.Unlock()
+		answer, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		relay(w, resp, answer)
+		return
+	}
+	_ = resp.Body.Close()
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	p.mu.Lock()
+	p.closedTotal++
+	p.mu.Unlock()
+	hangUp(w)
 }
 
 func (p *FaultProxy) remember(l LostWrite) {

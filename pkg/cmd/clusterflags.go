@@ -72,6 +72,7 @@ func (f *ClusterFlags) Clients() (*Clients, error) {
 	cfg.UserAgent = "kubectl-kubeadmcfg"
 	clock := &engine.ServerClock{Local: localNow}
 	cfg.Wrap(clock.WrapTransport)
+	cfg.Wrap(engine.WrapNoWriteRetries) // every re-sent write is the engine's, which knows it may have landed
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, exitcode.Failuref("cannot build a client: %w", err)

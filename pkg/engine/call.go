@@ -3,10 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptrace"
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -41,6 +43,9 @@ type call struct {
 	token string
 	// pending is a write whose answer was lost; nil when none is.
 	pending *pending
+	// sent is the last write sent, nil before the first: what a write of
+	// this call that is found to have landed replaced.
+	sent *sentWrite
 	// connected is set once any request got a connection to the API server:
 	// giving up without one means the server could not be reached.
 	connected atomic.Bool
@@ -83,7 +88,7 @@ func (c *call) retry(ctx context.Context, attempt func(context.Context) (bool, e
 		c.res.Attempts++
 		done, err := attempt(ctx)
 		if done {
-			return err
+			return c.final(err)
 		}
 		lastErr = err
 		conflict := apierrors.IsConflict(err)
@@ -157,6 +162,28 @@ func message(last error) string {
 		return "no answer"
 	}
 	return exitcode.Message(last)
+}
+
+// final is the error a call ends with. While a write whose answer was lost
+// may still land, every failure is an unknown outcome (exit 7): a refused
+// watch or re-read, a failed backup, a check that no longer passes say
+// nothing about that write, and a code that means "nothing was written"
+// would make a script apply the edit twice.
+func (c *call) final(err error) error {
+	if err == nil || c.pending == nil || errors.Is(err, ErrOutcomeUnknown) {
+		return err
+	}
+	if b := (*BackupError)(nil); errors.As(err, &b) {
+		// Its "nothing was written" is about the copy not sent again.
+		err = fmt.Errorf("the backup before sending it again failed: %w", b.Err)
+	}
+	return c.unknown(errors.Join(c.pending.cause, err))
+}
+
+// sentWrite is a write the call sent.
+type sentWrite struct {
+	// replaced is the copy the write replaced; nil for a create.
+	replaced *corev1.ConfigMap
 }
 
 // unknown is the error of a call that cannot tell whether its write landed.

@@ -7,6 +7,18 @@
 // retry budget, the fair queue writers take turns in after a conflict, the
 // --if-leader guard, validation, and the backup of what a write replaces. It
 // returns data (Result, DocumentResult); it prints nothing.
+//
+// A write whose answer is lost is applied at most once, and the engine says
+// when it cannot tell whether it landed (exit 7); resolve.go has the
+// argument. For it to hold, build the client with WrapNoWriteRetries, so
+// that client-go never sends a write again by itself.
+//
+// The leader guard (Options.Leader) is not a fence. The Lease is checked when
+// a write starts and read again right before every copy is sent, but the API
+// server does not look at it when it takes the write: if leadership moves
+// between that last read and the write, the old holder's write still lands,
+// and so does the new holder's. A set gives the same result twice; an
+// append (a list item added, a JSON patch "add" at "/-") is applied twice.
 package engine
 
 import (
@@ -90,7 +102,9 @@ type Options struct {
 	Queue *QueueOptions
 	// Coordinator replaces the Lease queue (tests, in-process benchmarks).
 	Coordinator Coordinator
-	// Leader, when set, writes only while its Identity holds its Lease.
+	// Leader, when set, writes only while its Identity holds its Lease:
+	// checked at the start and before every write sent, but not fenced (see
+	// the package documentation).
 	Leader *Leader
 	// Backup, when set, keeps a copy of every document a write replaces.
 	Backup Backuper

@@ -40,17 +40,45 @@ func (e *Engine) checkLeader(ctx context.Context) (string, error) {
 	if lease == nil {
 		return fmt.Sprintf("%s has expired: no one holds it", name), nil
 	}
+	return l.notHolder(lease, name), nil
+}
+
+// recheckLeader reads the Lease again right before a write: leadership may
+// have moved since checkLeader, up to the whole time budget earlier (a
+// queued or retried write). It compares the holder only and does not watch:
+// whether the Lease had expired was judged once, by checkLeader.
+//
+// This narrows the window in which a process that lost the Lease still
+// writes to one round trip, but does not close it: the API server does not
+// look at the Lease when it takes the write, so the write is not fenced. An
+// edit that is not idempotent (an append) may be applied twice when
+// leadership moves between this check and the write and both holders write.
+func (e *Engine) recheckLeader(ctx context.Context) (string, error) {
+	l := e.opts.Leader
+	if l == nil {
+		return "", nil
+	}
+	name := fmt.Sprintf("lease %s/%s", l.Namespace, l.Name)
+	lease, err := e.client.CoordinationV1().Leases(l.Namespace).Get(ctx, l.Name, metav1.GetOptions{})
+	if err != nil {
+		return "", APIError(err, "get", name)
+	}
+	return l.notHolder(lease, name), nil
+}
+
+// notHolder returns why l.Identity does not hold lease, or "" when it does.
+func (l *Leader) notHolder(lease *coordinationv1.Lease, name string) string {
 	holder := ""
 	if lease.Spec.HolderIdentity != nil {
 		holder = *lease.Spec.HolderIdentity
 	}
 	if l.Identity != "" && (holder == l.Identity || strings.HasPrefix(holder, l.Identity+"_")) {
-		return "", nil
+		return ""
 	}
 	if holder == "" {
 		holder = "none"
 	}
-	return fmt.Sprintf("not the holder of %s (holder: %s)", name, holder), nil
+	return fmt.Sprintf("not the holder of %s (holder: %s)", name, holder)
 }
 
 // liveLease returns the Lease as its holder keeps it, or nil when it has

@@ -34,8 +34,8 @@ type Result struct {
 	QueueError error
 	// Backup is where the replaced document was backed up, if it was.
 	Backup string
-	// Recovered is true when the answer to the write was lost and the
-	// engine found out that it had landed.
+	// Recovered is true when the answer to the write was lost, or said it
+	// had failed, and the engine found out that it had landed.
 	Recovered bool
 }
 
@@ -47,7 +47,8 @@ type beforeWrite func(ctx context.Context, current *corev1.ConfigMap) error
 // mutate on the newer copy; throttling, server errors and broken connections
 // are retried too, until Options.Timeout. Forbidden, not found and invalid
 // are returned at once. With a Leader, a process that does not hold the
-// Lease writes nothing and reports Skipped.
+// Lease, at the start or right before a write, writes nothing (more) and
+// reports Skipped.
 //
 // A write whose answer is lost is applied at most once: see resolve.
 func (e *Engine) Update(ctx context.Context, mutate Mutate) (*Result, error) {
@@ -97,43 +98,44 @@ func (e *Engine) lost(err error) bool {
 // worth another attempt.
 func (c *call) attempt(ctx context.Context, mutate Mutate, before beforeWrite, busy <-chan bool) (done bool, err error) {
 	e, res := c.e, c.res
-	prevOld := res.Old
 	res.Changed, res.Created, res.Old, res.New = false, false, nil, nil // nothing carries over from a failed attempt
 	cms := e.client.CoreV1().ConfigMaps(e.target.Namespace)
-	current, err := cms.Get(ctx, e.target.Name, metav1.GetOptions{})
-	err = c.answered(err)
-	missing := apierrors.IsNotFound(err) && e.opts.CreateIfMissing
-	if err != nil && !missing {
-		if c.pending != nil && apierrors.IsNotFound(err) {
-			// Gone since our lost write: only the history can tell.
-			current = nil
-		} else {
-			return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "get", e.target.String())
-		}
+	current, getErr := cms.Get(ctx, e.target.Name, metav1.GetOptions{})
+	getErr = c.answered(getErr)
+	absent := apierrors.IsNotFound(getErr)
+	if getErr != nil && !absent {
+		return !IsRetryable(getErr) && ctx.Err() == nil, APIError(getErr, "get", e.target.String())
 	}
-	var createRV string // with missing: the collection's resourceVersion, for a lost create
-	if missing {
-		if createRV, err = c.collectionVersion(ctx); err != nil {
+	if absent {
+		current = nil
+	}
+	if current != nil && current.Annotations[WriteIDAnnotation] == c.token && c.sent != nil {
+		// A write of this call landed, whatever its answer said (resolve, 1).
+		return true, c.landed(current)
+	}
+	var listRV string // while absent: the collection's resourceVersion, for a create (resolve, 3)
+	if absent && e.opts.CreateIfMissing {
+		if listRV, err = c.collectionVersion(ctx); err != nil {
 			return !IsRetryable(err) && ctx.Err() == nil, APIError(err, "list", e.target.String())
 		}
-		current = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: e.target.Name, Namespace: e.target.Namespace}}
 	}
 	if c.pending != nil {
-		if missing {
-			current = nil
-		}
-		landed, err := c.resolve(ctx, current)
+		landed, err := c.resolve(ctx, current, listRV)
 		switch {
 		case err != nil:
 			return !IsRetryable(err) && ctx.Err() == nil, err
 		case landed != nil:
-			res.Changed, res.Old, res.New, res.Recovered = true, prevOld, landed, true
-			res.Created = prevOld == nil
-			return true, nil
+			return true, c.landed(landed)
 		}
-		if missing {
-			current = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: e.target.Name, Namespace: e.target.Namespace}}
+	}
+	create := current == nil
+	if create {
+		if !e.opts.CreateIfMissing {
+			// Not found, and no write of ours pending: none was lost, or
+			// the first change after it was the deletion (resolve, 2).
+			return true, APIError(getErr, "get", e.target.String())
 		}
+		current = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: e.target.Name, Namespace: e.target.Namespace}}
 	}
 	work := current.DeepCopy()
 	changed, err := mutate(work)
@@ -151,8 +153,8 @@ func (c *call) attempt(ctx context.Context, mutate Mutate, before beforeWrite, b
 		work.Annotations = map[string]string{}
 	}
 	work.Annotations[WriteIDAnnotation] = c.token
-	res.Changed, res.Created = true, missing
-	if !missing {
+	res.Changed, res.Created = true, create
+	if !create {
 		res.Old = current
 	}
 	res.New = work
@@ -169,13 +171,25 @@ func (c *call) attempt(ctx context.Context, mutate Mutate, before beforeWrite, b
 			return false, ctx.Err()
 		}
 	}
-	if before != nil && !missing && e.opts.DryRun == DryRunNone {
+	if reason, err := e.recheckLeader(ctx); err != nil || reason != "" {
+		if err != nil {
+			return !IsRetryable(err) && ctx.Err() == nil, err
+		}
+		if c.pending != nil {
+			return true, c.unknown(errors.Join(c.pending.cause, errors.New(reason)))
+		}
+		res.Changed, res.Created, res.Old, res.New = false, false, nil, nil
+		res.Skipped, res.SkipReason = true, reason
+		return true, nil
+	}
+	if before != nil && !create && e.opts.DryRun == DryRunNone {
 		if err := before(ctx, current); err != nil {
 			return true, err
 		}
 	}
+	c.sent = &sentWrite{replaced: res.Old}
 	var written *corev1.ConfigMap
-	if missing {
+	if create {
 		written, err = cms.Create(ctx, work, metav1.CreateOptions{DryRun: e.serverDryRun(), FieldManager: e.opts.FieldManager})
 		if apierrors.IsAlreadyExists(err) {
 			// Someone created it first: treat as a conflict and start over.
@@ -188,8 +202,8 @@ func (c *call) attempt(ctx context.Context, mutate Mutate, before beforeWrite, b
 	if c.answered(err) != nil {
 		if e.lost(err) {
 			p := &pending{kind: pendingUpdate, uid: current.UID, precondition: current.ResourceVersion, cause: err}
-			if missing {
-				p.kind, p.precondition = pendingCreate, createRV
+			if create {
+				p.kind, p.precondition = pendingCreate, listRV
 			}
 			c.pending = p
 		}
@@ -198,4 +212,13 @@ func (c *call) attempt(ctx context.Context, mutate Mutate, before beforeWrite, b
 	c.pending = nil
 	res.New = written
 	return true, nil
+}
+
+// landed records that a write of this call landed and made cm.
+func (c *call) landed(cm *corev1.ConfigMap) error {
+	res := c.res
+	res.Changed, res.Recovered, res.New = true, true, cm
+	res.Old, res.Created = c.sent.replaced, c.sent.replaced == nil
+	c.pending = nil
+	return nil
 }
