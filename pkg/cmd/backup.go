@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -71,9 +72,9 @@ func newBackupInfo(b *backup.Backup, problems []string) BackupInfo {
 // BackupOptions backs up the live document.
 type BackupOptions struct {
 	Timeout time.Duration
-	Cluster *ClusterFlags
-	Backup  *BackupFlags
-	Print   *PrintFlags
+	Cluster *cmdutil.ClusterFlags
+	Backup  *cmdutil.BackupFlags
+	Print   *cmdutil.PrintFlags
 	Key     string
 
 	engine *engine.Engine
@@ -82,14 +83,14 @@ type BackupOptions struct {
 }
 
 // NewBackupOptions returns options with defaults.
-func NewBackupOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *BackupOptions {
-	return &BackupOptions{Cluster: cluster, Backup: NewBackupFlags(), Print: NewPrintFlags(), Key: engine.DefaultKey,
+func NewBackupOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *BackupOptions {
+	return &BackupOptions{Cluster: cluster, Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(), Key: engine.DefaultKey,
 		Timeout: engine.DefaultTimeout, IOStreams: streams}
 }
 
 // NewCmdBackup builds the backup command and its list, verify and prune
 // subcommands.
-func NewCmdBackup(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdBackup(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewBackupOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:     "backup",
@@ -98,7 +99,7 @@ func NewCmdBackup(cluster *ClusterFlags, streams genericiooptions.IOStreams) *co
 		Example: backupExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	o.AddFlags(cmd)
@@ -111,7 +112,7 @@ func (o *BackupOptions) AddFlags(cmd *cobra.Command) {
 	o.Backup.AddFlags(cmd, false)
 	o.Print.AddFlags(cmd)
 	cmd.Flags().StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
-	addTimeoutFlag(cmd, &o.Timeout)
+	cmdutil.AddTimeoutFlag(cmd, &o.Timeout)
 }
 
 // Complete builds the printer and the client.
@@ -132,13 +133,14 @@ func (o *BackupOptions) Validate() error {
 	if strings.TrimSpace(o.Key) == "" {
 		return exitcode.Usagef("--key must not be empty")
 	}
-	if err := validateTimeout(o.Timeout); err != nil {
+	if err := cmdutil.ValidateTimeout(o.Timeout); err != nil {
 		return err
 	}
 	return o.Backup.Validate()
 }
 
-func (o *BackupOptions) budget() time.Duration { return o.Timeout }
+// Budget bounds the whole command by --timeout.
+func (o *BackupOptions) Budget() time.Duration { return o.Timeout }
 
 // Run backs up the live document.
 func (o *BackupOptions) Run(ctx context.Context) error {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -18,14 +19,14 @@ import (
 
 // BackupListOptions lists backups.
 type BackupListOptions struct {
-	Backup *BackupFlags
-	Print  *PrintFlags
+	Backup *cmdutil.BackupFlags
+	Print  *cmdutil.PrintFlags
 	genericiooptions.IOStreams
 }
 
 // NewBackupListOptions returns options with defaults.
 func NewBackupListOptions(streams genericiooptions.IOStreams) *BackupListOptions {
-	return &BackupListOptions{Backup: NewBackupFlags(), Print: NewPrintFlags(), IOStreams: streams}
+	return &BackupListOptions{Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(), IOStreams: streams}
 }
 
 // NewCmdBackupList builds backup list.
@@ -38,7 +39,7 @@ func NewCmdBackupList(streams genericiooptions.IOStreams) *cobra.Command {
 		Example: "  # List backups as JSON\n  kubectl kubeadmcfg backup list -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	o.Backup.AddDirFlag(cmd)
@@ -89,17 +90,17 @@ func (o *BackupListOptions) Run(context.Context) error {
 		if !i.ChecksumOK {
 			check = "MISMATCH"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", i.Name, orDash(i.Server), shortUID(i.UID),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", i.Name, cmdutil.OrDash(i.Server), shortUID(i.UID),
 			i.Time.Format(time.RFC3339), i.ResourceVersion, i.KubernetesVersion, i.APIVersion, i.Size, check,
-			orDash(strings.Join(i.LastKnownGoodOf, ",")))
+			cmdutil.OrDash(strings.Join(i.LastKnownGoodOf, ",")))
 	}
 	return w.Flush()
 }
 
 // BackupVerifyOptions verifies backups.
 type BackupVerifyOptions struct {
-	Backup         *BackupFlags
-	Print          *PrintFlags
+	Backup         *cmdutil.BackupFlags
+	Print          *cmdutil.PrintFlags
 	All            bool
 	KubeadmVersion string
 	Names          []string
@@ -108,7 +109,7 @@ type BackupVerifyOptions struct {
 
 // NewBackupVerifyOptions returns options with defaults.
 func NewBackupVerifyOptions(streams genericiooptions.IOStreams) *BackupVerifyOptions {
-	return &BackupVerifyOptions{Backup: NewBackupFlags(), Print: NewPrintFlags(), IOStreams: streams}
+	return &BackupVerifyOptions{Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(), IOStreams: streams}
 }
 
 // NewCmdBackupVerify builds backup verify.
@@ -122,9 +123,9 @@ document matches its sha256, and that the document is a valid
 ClusterConfiguration. Exit 3 naming what is wrong.`,
 		Example: "  # Verify every backup\n  kubectl kubeadmcfg backup verify --all",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
-		ValidArgsFunction: completeBackupNames(o.Backup),
+		ValidArgsFunction: cmdutil.CompleteBackupNames(o.Backup),
 	}
 	cmd.Flags().BoolVar(&o.All, "all", o.All, "Verify every backup in --backup-dir")
 	cmd.Flags().StringVar(&o.KubeadmVersion, "kubeadm-version", o.KubeadmVersion, "Release of kubeadm whose rules validation applies: 1.35, 1.36 or 1.37 (default: the newest that reads the apiVersion, 1.36 for v1beta3); kubeadm refuses a kubernetesVersion more than one minor below itself")
@@ -201,14 +202,14 @@ func (o *BackupVerifyOptions) Run(context.Context) error {
 
 // BackupPruneOptions removes old backups.
 type BackupPruneOptions struct {
-	Backup *BackupFlags
-	Print  *PrintFlags
+	Backup *cmdutil.BackupFlags
+	Print  *cmdutil.PrintFlags
 	genericiooptions.IOStreams
 }
 
 // NewBackupPruneOptions returns options with defaults.
 func NewBackupPruneOptions(streams genericiooptions.IOStreams) *BackupPruneOptions {
-	return &BackupPruneOptions{Backup: NewBackupFlags(), Print: NewPrintFlags(), IOStreams: streams}
+	return &BackupPruneOptions{Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(), IOStreams: streams}
 }
 
 // NewCmdBackupPrune builds backup prune.
@@ -221,7 +222,7 @@ func NewCmdBackupPrune(streams genericiooptions.IOStreams) *cobra.Command {
 		Example: "  # Keep the 10 newest backups\n  kubectl kubeadmcfg backup prune --keep 10",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	cmd.Flags().IntVar(&o.Backup.Keep, "keep", o.Backup.Keep, "Number of newest backups to keep")
@@ -261,5 +262,5 @@ func shortUID(uid string) string {
 	if head, _, ok := strings.Cut(uid, "-"); ok {
 		return head
 	}
-	return orDash(uid)
+	return cmdutil.OrDash(uid)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
@@ -17,12 +18,6 @@ import (
 // protocol, which kubectl also uses through the kubectl_complete-kubeadmcfg
 // helper shipped beside the binary. Values that live in the cluster (node
 // names) are looked up with a short timeout so a TAB never hangs.
-
-func fixedCompletion(values ...string) cobra.CompletionFunc {
-	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return values, cobra.ShellCompDirectiveNoFileComp
-	}
-}
 
 // registerFlagCompletions completes the enumerated flags wherever they exist.
 func registerFlagCompletions(root *cobra.Command) {
@@ -36,7 +31,7 @@ func registerFlagCompletions(root *cobra.Command) {
 	walk = func(c *cobra.Command) {
 		for name, values := range fixed {
 			if c.Flags().Lookup(name) != nil {
-				_ = c.RegisterFlagCompletionFunc(name, fixedCompletion(values...))
+				_ = c.RegisterFlagCompletionFunc(name, cmdutil.FixedCompletion(values...))
 			}
 		}
 		for _, sub := range c.Commands() {
@@ -83,18 +78,6 @@ func completeHostStatuses(f *UpgradeFlags) cobra.CompletionFunc {
 			out = append(out, string(s))
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
-// completeBackupNames lists the backups in the command's --backup-dir.
-func completeBackupNames(flags *BackupFlags) cobra.CompletionFunc {
-	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		names, err := flags.Store().List()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		sort.Sort(sort.Reverse(sort.StringSlice(names))) // newest first
-		return names, cobra.ShellCompDirectiveNoFileComp
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -54,12 +55,12 @@ const editExample = `  # Edit the ClusterConfiguration in $KUBE_EDITOR, $EDITOR 
 
 // EditOptions edit the ClusterConfiguration in an editor.
 type EditOptions struct {
-	Cluster *ClusterFlags
-	Write   *WriteFlags
-	Backup  *BackupFlags
-	Print   *PrintFlags
+	Cluster *cmdutil.ClusterFlags
+	Write   *cmdutil.WriteFlags
+	Backup  *cmdutil.BackupFlags
+	Print   *cmdutil.PrintFlags
 	// Editor opens the file; Complete chooses it from the environment.
-	Editor Editor
+	Editor cmdutil.Editor
 	// Interactive reopens the editor on a problem instead of failing;
 	// Complete sets it when stdin and stdout are terminals.
 	Interactive bool
@@ -70,13 +71,13 @@ type EditOptions struct {
 }
 
 // NewEditOptions returns options with defaults.
-func NewEditOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *EditOptions {
-	return &EditOptions{Cluster: cluster, Write: NewWriteFlags(), Backup: NewBackupFlags(), Print: NewPrintFlags(),
+func NewEditOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *EditOptions {
+	return &EditOptions{Cluster: cluster, Write: cmdutil.NewWriteFlags(), Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(),
 		IOStreams: streams}
 }
 
 // NewCmdEdit builds the edit command.
-func NewCmdEdit(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdEdit(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewEditOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:     "edit",
@@ -87,7 +88,7 @@ func NewCmdEdit(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobr
 		// No arguments, so nothing to complete: not even file names.
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	o.AddFlags(cmd)
@@ -108,8 +109,8 @@ func (o *EditOptions) Complete(_ *cobra.Command, _ []string) error {
 	if err := o.Print.Complete(); err != nil {
 		return err
 	}
-	o.Editor = editorFromEnv(os.Getenv, runtime.GOOS)
-	o.Interactive = isTerminal(o.In) && isTerminal(o.Out)
+	o.Editor = cmdutil.EditorFromEnv(os.Getenv, runtime.GOOS)
+	o.Interactive = cmdutil.IsTerminal(o.In) && cmdutil.IsTerminal(o.Out)
 	c, err := o.Cluster.Clients()
 	if err != nil {
 		return err
@@ -133,7 +134,7 @@ func (o *EditOptions) Validate() error {
 // EditResult is what edit prints with -o: the write's result, or that the
 // edit was cancelled.
 type EditResult struct {
-	*WriteResult
+	*cmdutil.WriteResult
 	Cancelled bool `json:"cancelled"`
 	// KeptFile holds the edited text when it was not written.
 	KeptFile string `json:"keptFile,omitempty"`
@@ -187,7 +188,7 @@ func (o *EditOptions) Run(ctx context.Context) error {
 func (s *editSession) loop(ctx context.Context) error {
 	o := s.o
 	editorOut := o.Out
-	if !isTerminal(o.Out) {
+	if !cmdutil.IsTerminal(o.Out) {
 		editorOut = o.ErrOut // keep -o output parseable
 	}
 	for {
@@ -302,21 +303,21 @@ func (s *editSession) write(ctx context.Context, edit clusterconfig.Edit, text [
 		return true, err
 	}
 	t := o.engine.Target()
-	out := &EditResult{WriteResult: newWriteResult(t, res, "edited", o.Write.Diff, "edited/"+t.Key)}
+	out := &EditResult{WriteResult: cmdutil.NewWriteResult(t, res, "edited", o.Write.Diff, "edited/"+t.Key)}
 	if res.Skipped || res.DryRun != engine.DryRunNone {
 		out.KeptFile = s.file
 		fmt.Fprintf(o.ErrOut, "nothing was written; your text is kept in %s\n", s.file)
 	} else {
 		_ = os.Remove(s.file) // written or cancelled: nothing to keep
 	}
-	return true, printWrite(o.IOStreams, o.Print, out.WriteResult, out)
+	return true, cmdutil.PrintWrite(o.IOStreams, o.Print, out.WriteResult, out)
 }
 
 // cancel reports a cancelled edit; keep leaves the file in place.
 func (s *editSession) cancel(summary string, keep bool) error {
 	out := &EditResult{
-		WriteResult: &WriteResult{ConfigMap: s.o.engine.Target().Namespace + "/" + s.o.engine.Target().Name,
-			DryRun: s.o.Write.DryRun, OldResourceVersion: s.rv, Warnings: []string{}, summary: summary},
+		WriteResult: &cmdutil.WriteResult{ConfigMap: s.o.engine.Target().Namespace + "/" + s.o.engine.Target().Name,
+			DryRun: s.o.Write.DryRun, OldResourceVersion: s.rv, Warnings: []string{}, Summary: summary},
 		Cancelled: true,
 	}
 	if keep {
@@ -324,7 +325,7 @@ func (s *editSession) cancel(summary string, keep bool) error {
 	} else {
 		_ = os.Remove(s.file) // written or cancelled: nothing to keep
 	}
-	return printWrite(s.o.IOStreams, s.o.Print, out.WriteResult, out)
+	return cmdutil.PrintWrite(s.o.IOStreams, s.o.Print, out.WriteResult, out)
 }
 
 // header is the comment block at the top of the file, with notes (problems

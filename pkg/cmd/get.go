@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -27,8 +28,8 @@ const getExample = `  # Print the ClusterConfiguration exactly as stored
 // GetOptions prints the stored ClusterConfiguration.
 type GetOptions struct {
 	Timeout     time.Duration
-	Cluster     *ClusterFlags
-	Print       *PrintFlags
+	Cluster     *cmdutil.ClusterFlags
+	Print       *cmdutil.PrintFlags
 	Key         string
 	WriteConfig string
 
@@ -37,12 +38,12 @@ type GetOptions struct {
 }
 
 // NewGetOptions returns options with defaults.
-func NewGetOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *GetOptions {
-	return &GetOptions{Cluster: cluster, Print: NewPrintFlags(), Key: engine.DefaultKey, Timeout: engine.DefaultTimeout, IOStreams: streams}
+func NewGetOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *GetOptions {
+	return &GetOptions{Cluster: cluster, Print: cmdutil.NewPrintFlags(), Key: engine.DefaultKey, Timeout: engine.DefaultTimeout, IOStreams: streams}
 }
 
 // NewCmdGet builds the get command.
-func NewCmdGet(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdGet(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewGetOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:   "get",
@@ -54,7 +55,7 @@ jsonpath or go-template it is decoded first and printed by kubectl's printers.`,
 		Example: getExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	o.AddFlags(cmd)
@@ -66,7 +67,7 @@ func (o *GetOptions) AddFlags(cmd *cobra.Command) {
 	o.Print.AddFlags(cmd)
 	cmd.Flags().StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
 	cmd.Flags().StringVar(&o.WriteConfig, "write-config", o.WriteConfig, "Also write the ClusterConfiguration, as stored, to this file (atomic, 0600)")
-	addTimeoutFlag(cmd, &o.Timeout)
+	cmdutil.AddTimeoutFlag(cmd, &o.Timeout)
 }
 
 // Complete builds the printer and the client.
@@ -87,10 +88,11 @@ func (o *GetOptions) Validate() error {
 	if strings.TrimSpace(o.Key) == "" {
 		return exitcode.Usagef("--key must not be empty")
 	}
-	return validateTimeout(o.Timeout)
+	return cmdutil.ValidateTimeout(o.Timeout)
 }
 
-func (o *GetOptions) budget() time.Duration { return o.Timeout }
+// Budget bounds the whole command by --timeout.
+func (o *GetOptions) Budget() time.Duration { return o.Timeout }
 
 // Run reads and prints the document.
 func (o *GetOptions) Run(ctx context.Context) error {

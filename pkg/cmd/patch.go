@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -83,10 +84,10 @@ func (f *editFlag) Set(v string) error {
 
 // PatchOptions edits the ClusterConfiguration.
 type PatchOptions struct {
-	Cluster     *ClusterFlags
-	Write       *WriteFlags
-	Backup      *BackupFlags
-	Print       *PrintFlags
+	Cluster     *cmdutil.ClusterFlags
+	Write       *cmdutil.WriteFlags
+	Backup      *cmdutil.BackupFlags
+	Print       *cmdutil.PrintFlags
 	PatchType   string
 	WriteConfig string
 	// Args are the edit flags as given; Complete parses them into Edits.
@@ -98,13 +99,13 @@ type PatchOptions struct {
 }
 
 // NewPatchOptions returns options with defaults.
-func NewPatchOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *PatchOptions {
-	return &PatchOptions{Cluster: cluster, Write: NewWriteFlags(), Backup: NewBackupFlags(), Print: NewPrintFlags(),
+func NewPatchOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *PatchOptions {
+	return &PatchOptions{Cluster: cluster, Write: cmdutil.NewWriteFlags(), Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(),
 		PatchType: "merge", IOStreams: streams}
 }
 
 // NewCmdPatch builds the patch command.
-func NewCmdPatch(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdPatch(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewPatchOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:     "patch (--set PATH=VALUE | --set-string PATH=VALUE | --unset PATH | -p PATCH | --patch-file FILE)...",
@@ -113,7 +114,7 @@ func NewCmdPatch(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cob
 		Example: patchExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	o.AddFlags(cmd)
@@ -183,7 +184,7 @@ func (o *PatchOptions) parseEdits() error {
 		case editPatch, editPatchFile:
 			data := []byte(a.arg)
 			if a.kind == editPatchFile {
-				if data, err = readInput(a.arg, "the patch file", o.In); err != nil {
+				if data, err = cmdutil.ReadInput(a.arg, "the patch file", o.In); err != nil {
 					return err
 				}
 			}
@@ -212,7 +213,8 @@ func (o *PatchOptions) Validate() error {
 	return o.Backup.Validate()
 }
 
-func (o *PatchOptions) budget() time.Duration { return o.Write.Timeout }
+// Budget bounds the whole command by --timeout.
+func (o *PatchOptions) Budget() time.Duration { return o.Write.Timeout }
 
 // Run writes the edits through the engine and reports the outcome.
 func (o *PatchOptions) Run(ctx context.Context) error {
@@ -221,8 +223,8 @@ func (o *PatchOptions) Run(ctx context.Context) error {
 		return err
 	}
 	t := o.engine.Target()
-	out := newWriteResult(t, res, "patched", o.Write.Diff, "edited/"+t.Key)
-	if err := printWrite(o.IOStreams, o.Print, out, out); err != nil {
+	out := cmdutil.NewWriteResult(t, res, "patched", o.Write.Diff, "edited/"+t.Key)
+	if err := cmdutil.PrintWrite(o.IOStreams, o.Print, out, out); err != nil {
 		return err
 	}
 	if o.WriteConfig != "" && !res.Skipped && res.DryRun == engine.DryRunNone {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -65,9 +66,9 @@ const reconfigureExample = `  # See what would change on this node, without chan
 // ReconfigureOptions carries the ClusterConfiguration to this node's
 // control-plane static Pods.
 type ReconfigureOptions struct {
-	Cluster *ClusterFlags
-	Backup  *BackupFlags
-	Print   *PrintFlags
+	Cluster *cmdutil.ClusterFlags
+	Backup  *cmdutil.BackupFlags
+	Print   *cmdutil.PrintFlags
 
 	Components   []string
 	FromBackup   string
@@ -89,9 +90,9 @@ type ReconfigureOptions struct {
 }
 
 // NewReconfigureOptions returns options with defaults.
-func NewReconfigureOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *ReconfigureOptions {
+func NewReconfigureOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *ReconfigureOptions {
 	return &ReconfigureOptions{
-		Cluster: cluster, Backup: NewBackupFlags(), Print: NewPrintFlags(),
+		Cluster: cluster, Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(),
 		Components:   []string{string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler)},
 		ManifestsDir: "/etc/kubernetes/manifests", Kubeadm: "kubeadm", Wait: 5 * time.Minute,
 		DryRun: string(engine.DryRunNone), Key: engine.DefaultKey, IOStreams: streams,
@@ -99,7 +100,7 @@ func NewReconfigureOptions(cluster *ClusterFlags, streams genericiooptions.IOStr
 }
 
 // NewCmdReconfigure builds the reconfigure command.
-func NewCmdReconfigure(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdReconfigure(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewReconfigureOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:     "reconfigure",
@@ -108,7 +109,7 @@ func NewCmdReconfigure(cluster *ClusterFlags, streams genericiooptions.IOStreams
 		Example: reconfigureExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	o.AddFlags(cmd)
@@ -121,10 +122,10 @@ func (o *ReconfigureOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringSliceVar(&o.Components, "components", o.Components, "Components to reconfigure, always in the order apiserver, controller-manager, scheduler")
 	fs.StringVar(&o.FromBackup, "from-backup", o.FromBackup, "Apply the ClusterConfiguration of this backup instead of the live one")
 	fs.BoolVar(&o.LatestGood, "latest-good", o.LatestGood, "Apply this node's last known good ClusterConfiguration (see 'backup list')")
-	addNodeFlags(cmd, &o.Node, nodeHelp{
-		name:    "This node's name, which names its mirror Pods (default: the hostname, lowercased)",
-		address: "This node's API server advertise address (default: read from its kube-apiserver manifest)",
-		port:    "This node's API server port, digits only, 1-65535 (default: read from its kube-apiserver manifest)",
+	cmdutil.AddNodeFlags(cmd, &o.Node, cmdutil.NodeHelp{
+		Name:    "This node's name, which names its mirror Pods (default: the hostname, lowercased)",
+		Address: "This node's API server advertise address (default: read from its kube-apiserver manifest)",
+		Port:    "This node's API server port, digits only, 1-65535 (default: read from its kube-apiserver manifest)",
 	})
 	fs.StringVar(&o.Node.PatchesDir, "patches", o.Node.PatchesDir, "Directory of kubeadm patches this node's manifests are rendered with")
 	fs.StringVar(&o.ManifestsDir, "manifests-dir", o.ManifestsDir, "The kubelet's static Pod manifests directory")
@@ -137,10 +138,10 @@ func (o *ReconfigureOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
 	o.Backup.AddFlags(cmd, false)
 	o.Print.AddFlags(cmd)
-	_ = cmd.RegisterFlagCompletionFunc("components", fixedCompletion(
+	_ = cmd.RegisterFlagCompletionFunc("components", cmdutil.FixedCompletion(
 		string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler)))
-	_ = cmd.RegisterFlagCompletionFunc("from-backup", completeBackupNames(o.Backup))
-	_ = cmd.RegisterFlagCompletionFunc("dry-run", fixedCompletion(string(engine.DryRunNone), string(engine.DryRunClient)))
+	_ = cmd.RegisterFlagCompletionFunc("from-backup", cmdutil.CompleteBackupNames(o.Backup))
+	_ = cmd.RegisterFlagCompletionFunc("dry-run", cmdutil.FixedCompletion(string(engine.DryRunNone), string(engine.DryRunClient)))
 }
 
 // Complete fills the node name and builds the read-only client.
@@ -174,7 +175,7 @@ func (o *ReconfigureOptions) Validate() error {
 	if o.FromBackup != "" && o.LatestGood {
 		return exitcode.Usagef("give --from-backup or --latest-good, not both")
 	}
-	if err := validateNode(o.Node, o.bindPortSet); err != nil {
+	if err := cmdutil.ValidateNode(o.Node, o.bindPortSet); err != nil {
 		return err
 	}
 	switch o.DryRun {

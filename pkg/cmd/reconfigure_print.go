@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 )
 
@@ -74,7 +75,7 @@ func manifestDiff(plan *controlplane.Plan) string {
 	var b strings.Builder
 	for _, ch := range plan.Changes {
 		if ch.Changed() {
-			b.WriteString(unifiedDiff("running/"+ch.Component.File(), "rendered/"+ch.Component.File(), ch.Current.Raw, ch.Rendered.Raw))
+			b.WriteString(cmdutil.UnifiedDiff("running/"+ch.Component.File(), "rendered/"+ch.Component.File(), ch.Current.Raw, ch.Rendered.Raw))
 		}
 	}
 	return b.String()
@@ -86,7 +87,7 @@ func (o *ReconfigureOptions) print(res *ReconfigureResult) error {
 	if !o.Print.Human() {
 		return o.Print.Print(o.Out, res)
 	}
-	printWarnings(o.ErrOut, res.Warnings)
+	cmdutil.PrintWarnings(o.ErrOut, res.Warnings)
 	fmt.Fprint(o.Out, res.Diff)
 	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
 	for _, c := range res.Components {

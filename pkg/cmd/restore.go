@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -46,10 +47,10 @@ const restoreExample = `  # Restore the newest backup, showing the diff first
 
 // RestoreOptions restores a backup.
 type RestoreOptions struct {
-	Cluster *ClusterFlags
-	Write   *WriteFlags
-	Backup  *BackupFlags
-	Print   *PrintFlags
+	Cluster *cmdutil.ClusterFlags
+	Write   *cmdutil.WriteFlags
+	Backup  *cmdutil.BackupFlags
+	Print   *cmdutil.PrintFlags
 	Latest  bool
 	Force   bool
 	ToFile  string
@@ -65,18 +66,18 @@ type RestoreOptions struct {
 
 // RestoreResult is what restore prints with -o.
 type RestoreResult struct {
-	*WriteResult `json:",inline"`
-	Restored     string `json:"restored"`
-	ToFile       string `json:"toFile,omitempty"`
+	*cmdutil.WriteResult `json:",inline"`
+	Restored             string `json:"restored"`
+	ToFile               string `json:"toFile,omitempty"`
 }
 
 // NewRestoreOptions returns options with defaults.
-func NewRestoreOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *RestoreOptions {
-	return &RestoreOptions{Cluster: cluster, Write: NewWriteFlags(), Backup: NewBackupFlags(), Print: NewPrintFlags(), IOStreams: streams}
+func NewRestoreOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *RestoreOptions {
+	return &RestoreOptions{Cluster: cluster, Write: cmdutil.NewWriteFlags(), Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(), IOStreams: streams}
 }
 
 // NewCmdRestore builds the restore command.
-func NewCmdRestore(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdRestore(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewRestoreOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:     "restore (NAME | --latest)",
@@ -85,13 +86,13 @@ func NewCmdRestore(cluster *ClusterFlags, streams genericiooptions.IOStreams) *c
 		Example: restoreExample,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			return completeBackupNames(o.Backup)(c, args, toComplete)
+			return cmdutil.CompleteBackupNames(o.Backup)(c, args, toComplete)
 		},
 	}
 	o.AddFlags(cmd)
@@ -104,10 +105,10 @@ func (o *RestoreOptions) AddFlags(cmd *cobra.Command) {
 	fs.BoolVar(&o.Latest, "latest", o.Latest, "Restore the newest backup of this ConfigMap")
 	fs.BoolVar(&o.Force, "force", o.Force, "Restore even a backup of another ConfigMap uid or kubernetesVersion")
 	fs.StringVar(&o.ToFile, "to-file", o.ToFile, "Write the backup to this kubeadm config file instead of the cluster (atomic, 0600)")
-	addNodeFlags(cmd, &o.Node, nodeHelp{
-		name:    "With --to-file: this node's name, for the InitConfiguration",
-		address: "With --to-file: this node's API server advertise address",
-		port:    "With --to-file: this node's API server port, digits only, 1-65535",
+	cmdutil.AddNodeFlags(cmd, &o.Node, cmdutil.NodeHelp{
+		Name:    "With --to-file: this node's name, for the InitConfiguration",
+		Address: "With --to-file: this node's API server advertise address",
+		Port:    "With --to-file: this node's API server port, digits only, 1-65535",
 	})
 	o.Write.AddFlags(cmd)
 	o.Backup.AddFlags(cmd, true)
@@ -120,7 +121,7 @@ func (o *RestoreOptions) Complete(cmd *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		o.Name = args[0]
 	}
-	o.nodeFlags, o.bindPortSet = nodeFlagsChanged(cmd), cmd.Flags().Changed("bind-port")
+	o.nodeFlags, o.bindPortSet = cmdutil.NodeFlagsChanged(cmd), cmd.Flags().Changed("bind-port")
 	o.Write.Complete()
 	if err := o.Print.Complete(); err != nil {
 		return err
@@ -144,7 +145,7 @@ func (o *RestoreOptions) Validate() error {
 	if o.nodeFlags && o.ToFile == "" {
 		return exitcode.Usagef("--node-name, --advertise-address and --bind-port only go with --to-file: per-node values never go into the shared ConfigMap")
 	}
-	if err := validateNode(o.Node, o.bindPortSet); err != nil {
+	if err := cmdutil.ValidateNode(o.Node, o.bindPortSet); err != nil {
 		return err
 	}
 	if err := o.Write.ValidateFlags(); err != nil {
@@ -153,7 +154,8 @@ func (o *RestoreOptions) Validate() error {
 	return o.Backup.Validate()
 }
 
-func (o *RestoreOptions) budget() time.Duration { return o.Write.Timeout }
+// Budget bounds the whole command by --timeout.
+func (o *RestoreOptions) Budget() time.Duration { return o.Write.Timeout }
 
 // Run verifies the backup and restores it.
 func (o *RestoreOptions) Run(ctx context.Context) error {
@@ -177,10 +179,10 @@ func (o *RestoreOptions) Run(ctx context.Context) error {
 		return err
 	}
 	out := &RestoreResult{
-		WriteResult: newWriteResult(o.engine.Target(), res, "restored from "+b.Name, true, "backup/"+b.Name),
+		WriteResult: cmdutil.NewWriteResult(o.engine.Target(), res, "restored from "+b.Name, true, "backup/"+b.Name),
 		Restored:    b.Name,
 	}
-	return printWrite(o.IOStreams, o.Print, out.WriteResult, out)
+	return cmdutil.PrintWrite(o.IOStreams, o.Print, out.WriteResult, out)
 }
 
 // read opens the backup named, or the newest one of the live ConfigMap
@@ -223,7 +225,7 @@ func (o *RestoreOptions) toFile(b *backup.Backup) error {
 	if err := backup.WriteFile(o.ToFile, data); err != nil {
 		return err
 	}
-	out := &RestoreResult{WriteResult: &WriteResult{DryRun: "none", Warnings: []string{},
-		summary: fmt.Sprintf("wrote %s from backup %s", o.ToFile, b.Name)}, Restored: b.Name, ToFile: o.ToFile}
-	return printWrite(o.IOStreams, o.Print, out.WriteResult, out)
+	out := &RestoreResult{WriteResult: &cmdutil.WriteResult{DryRun: "none", Warnings: []string{},
+		Summary: fmt.Sprintf("wrote %s from backup %s", o.ToFile, b.Name)}, Restored: b.Name, ToFile: o.ToFile}
+	return cmdutil.PrintWrite(o.IOStreams, o.Print, out.WriteResult, out)
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -34,7 +35,7 @@ configuration, 9 failed and rollback failed.`
 
 // NewCmdRoot builds the command tree.
 func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
-	flags := NewClusterFlags()
+	flags := cmdutil.NewClusterFlags()
 	root := &cobra.Command{
 		Use:   "kubeadmcfg",
 		Short: "Safely edit the kubeadm ClusterConfiguration and track upgrade state",

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
@@ -20,9 +21,9 @@ import (
 // lives, how a write is retried and who makes it, and how the result is
 // printed. Complete assembles the write pipeline for the state ConfigMap.
 type UpgradeFlags struct {
-	Cluster        *ClusterFlags
-	Print          *PrintFlags
-	Retry          *RetryFlags
+	Cluster        *cmdutil.ClusterFlags
+	Print          *cmdutil.PrintFlags
+	Retry          *cmdutil.RetryFlags
 	StateConfigMap string
 
 	engine *engine.Engine
@@ -33,9 +34,9 @@ type UpgradeFlags struct {
 }
 
 // NewUpgradeFlags returns the defaults.
-func NewUpgradeFlags(cluster *ClusterFlags, streams genericiooptions.IOStreams) *UpgradeFlags {
-	return &UpgradeFlags{Cluster: cluster, Print: NewPrintFlags(), Retry: NewRetryFlags(),
-		StateConfigMap: upgrade.DefaultConfigMap, IOStreams: streams, now: localNow}
+func NewUpgradeFlags(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *UpgradeFlags {
+	return &UpgradeFlags{Cluster: cluster, Print: cmdutil.NewPrintFlags(), Retry: cmdutil.NewRetryFlags(),
+		StateConfigMap: upgrade.DefaultConfigMap, IOStreams: streams, now: cmdutil.LocalNow}
 }
 
 // AddFlags binds the flags; writes adds those of commands that write.
@@ -124,7 +125,7 @@ func (f *UpgradeFlags) write(ctx context.Context, op upgrade.Op) error {
 	case !res.Changed:
 		fmt.Fprintf(f.Out, "upgrade state unchanged: %s\n", after.State)
 	case change.Before == "" || (after.State == after.PlanOf().Start && change.Before != after.State):
-		fmt.Fprintf(f.Out, "upgrade started: %s -> %s, state %s, plan %s\n", orDash(after.FromVersion), after.ToVersion, after.State, after.PlanOf().Name)
+		fmt.Fprintf(f.Out, "upgrade started: %s -> %s, state %s, plan %s\n", cmdutil.OrDash(after.FromVersion), after.ToVersion, after.State, after.PlanOf().Name)
 	case change.Before != after.State:
 		fmt.Fprintf(f.Out, "upgrade state: %s -> %s\n", change.Before, after.State)
 	default:
@@ -134,7 +135,7 @@ func (f *UpgradeFlags) write(ctx context.Context, op upgrade.Op) error {
 }
 
 // NewCmdUpgrade builds the upgrade-* commands.
-func NewCmdUpgrade(cluster *ClusterFlags, streams genericiooptions.IOStreams) []*cobra.Command {
+func NewCmdUpgrade(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) []*cobra.Command {
 	return []*cobra.Command{
 		NewCmdUpgradeStatus(cluster, streams),
 		NewCmdUpgradeStart(cluster, streams),
@@ -176,7 +177,7 @@ type UpgradeDeleteOptions struct {
 }
 
 // NewCmdUpgradeDelete builds upgrade-delete.
-func NewCmdUpgradeDelete(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdUpgradeDelete(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &UpgradeDeleteOptions{UpgradeFlags: NewUpgradeFlags(cluster, streams)}
 	cmd := &cobra.Command{
 		Use:     "upgrade-delete",
@@ -185,7 +186,7 @@ func NewCmdUpgradeDelete(cluster *ClusterFlags, streams genericiooptions.IOStrea
 		Example: "  # Clear a finished upgrade\n  kubectl kubeadmcfg upgrade-delete",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	cmd.Flags().BoolVar(&o.Force, "force", o.Force, "Delete whatever the state")
@@ -196,7 +197,8 @@ func NewCmdUpgradeDelete(cluster *ClusterFlags, streams genericiooptions.IOStrea
 // Complete builds the pipeline.
 func (o *UpgradeDeleteOptions) Complete(*cobra.Command, []string) error { return o.complete() }
 
-func (o *UpgradeDeleteOptions) budget() time.Duration { return o.Retry.Timeout }
+// Budget bounds the whole command by --timeout.
+func (o *UpgradeDeleteOptions) Budget() time.Duration { return o.Retry.Timeout }
 
 // Validate checks the flags.
 func (o *UpgradeDeleteOptions) Validate() error { return o.validate() }
@@ -225,6 +227,6 @@ func (o *UpgradeDeleteOptions) Run(ctx context.Context) error {
 		t := o.target()
 		return o.Print.Print(o.Out, map[string]any{"deleted": t.Namespace + "/" + t.Name, "state": state})
 	}
-	fmt.Fprintf(o.Out, "upgrade state deleted (was %s)\n", orDash(string(state)))
+	fmt.Fprintf(o.Out, "upgrade state deleted (was %s)\n", cmdutil.OrDash(string(state)))
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
@@ -24,7 +25,7 @@ type UpgradeAuditOptions struct {
 }
 
 // NewCmdUpgradeAudit builds upgrade-audit.
-func NewCmdUpgradeAudit(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdUpgradeAudit(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &UpgradeAuditOptions{UpgradeFlags: NewUpgradeFlags(cluster, streams), StuckAfter: time.Hour, StaleAfter: 2 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "upgrade-audit [--stale-after DURATION] [--stuck-after DURATION] [--interval DURATION]",
@@ -57,7 +58,7 @@ as a CronJob.`,
 			"  kubectl kubeadmcfg upgrade-audit --interval 30s --stale-after 1m",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	cmd.Flags().DurationVar(&o.StuckAfter, "stuck-after", o.StuckAfter, "Fail a step in progress without a live heartbeat that has made no progress for this long")

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
@@ -25,7 +26,7 @@ func loadPlan(ref string, stdin io.Reader) (*upgrade.Plan, error) {
 	if ref == "" {
 		return nil, exitcode.Usagef("--plan must name a built-in plan (%s) or a file", strings.Join(upgrade.BuiltinPlans(), ", "))
 	}
-	data, err := readInput(ref, "the plan file", stdin)
+	data, err := cmdutil.ReadInput(ref, "the plan file", stdin)
 	if err != nil {
 		return nil, exitcode.WithHint(err, "built-in plans: "+strings.Join(upgrade.BuiltinPlans(), ", "))
 	}
@@ -40,7 +41,7 @@ func loadPlan(ref string, stdin io.Reader) (*upgrade.Plan, error) {
 }
 
 // NewCmdUpgradePlan builds upgrade-plan and its subcommands.
-func NewCmdUpgradePlan(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdUpgradePlan(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "upgrade-plan",
 		Short: "Show upgrade plans",
@@ -71,7 +72,7 @@ type UpgradePlanShowOptions struct {
 }
 
 // NewCmdUpgradePlanShow builds upgrade-plan show.
-func NewCmdUpgradePlanShow(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdUpgradePlanShow(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &UpgradePlanShowOptions{UpgradeFlags: NewUpgradeFlags(cluster, streams)}
 	cmd := &cobra.Command{
 		Use:   "show [NAME|FILE|--current]",
@@ -120,7 +121,7 @@ takes more than 64 KiB stored.`,
 			return upgrade.BuiltinPlans(), cobra.ShellCompDirectiveDefault
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	cmd.Flags().BoolVar(&o.Current, "current", o.Current, "Print the plan of the recorded upgrade")
@@ -160,7 +161,8 @@ func (o *UpgradePlanShowOptions) Complete(cmd *cobra.Command, args []string) err
 	return nil
 }
 
-func (o *UpgradePlanShowOptions) budget() time.Duration { return o.Retry.Timeout }
+// Budget bounds the whole command by --timeout.
+func (o *UpgradePlanShowOptions) Budget() time.Duration { return o.Retry.Timeout }
 
 // Validate checks the flags.
 func (o *UpgradePlanShowOptions) Validate() error {

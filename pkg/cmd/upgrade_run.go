@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
@@ -37,7 +38,7 @@ type UpgradeRunOptions struct {
 }
 
 // NewCmdUpgradeRun builds upgrade-run.
-func NewCmdUpgradeRun(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdUpgradeRun(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &UpgradeRunOptions{UpgradeFlags: NewUpgradeFlags(cluster, streams), RunTimeout: defaultRunTimeout, HeartbeatInterval: 5 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "upgrade-run STEP [--host NODE] [--expect STATE] -- COMMAND [ARGS...]",
@@ -88,7 +89,7 @@ and nothing runs. --timeout bounds each state write, --run-timeout COMMAND.`,
 			return completeStates(o.UpgradeFlags)(c, args, s)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	cmd.Flags().StringVar(&o.Host, "host", o.Host, "Run a host step: move this node into STEP, a host status of the plan")
@@ -242,7 +243,7 @@ func (o *UpgradeRunOptions) movedFrom(c upgrade.Change, verb string) string {
 		}
 		return fmt.Sprintf("upgrade state: %s -> %s", c.Before, c.After.State)
 	}
-	return fmt.Sprintf("host %s: %s", o.Host, orDash(string(c.After.Hosts[o.Host].Status)))
+	return fmt.Sprintf("host %s: %s", o.Host, cmdutil.OrDash(string(c.After.Hosts[o.Host].Status)))
 }
 
 // startHeartbeat takes the run's Lease. Without it (no rights on Leases,
@@ -251,7 +252,7 @@ func (o *UpgradeRunOptions) movedFrom(c upgrade.Change, verb string) string {
 func (o *UpgradeRunOptions) startHeartbeat(lease, id string) *engine.Heartbeat {
 	ctx, cancel := context.WithTimeout(context.Background(), o.Retry.Timeout)
 	defer cancel()
-	hb, err := o.engine.StartHeartbeat(ctx, lease, id, o.HeartbeatInterval, localNow)
+	hb, err := o.engine.StartHeartbeat(ctx, lease, id, o.HeartbeatInterval, cmdutil.LocalNow)
 	if err == nil {
 		return hb
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
@@ -32,7 +33,7 @@ type UpgradeStatusOptions struct {
 }
 
 // NewCmdUpgradeStatus builds upgrade-status.
-func NewCmdUpgradeStatus(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdUpgradeStatus(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &UpgradeStatusOptions{UpgradeFlags: NewUpgradeFlags(cluster, streams)}
 	cmd := &cobra.Command{
 		Use:   "upgrade-status",
@@ -47,7 +48,7 @@ Exit 5 when no upgrade is recorded.`,
 		Example: "  # Show the state as JSON\n  kubectl kubeadmcfg upgrade-status -o json\n\n  # Follow changes\n  kubectl kubeadmcfg upgrade-status --watch",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After printing the state, print it again on every change")
@@ -101,7 +102,7 @@ func (o *UpgradeStatusOptions) printStatus(cm *corev1.ConfigMap) error {
 	}
 	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "STATE\tFROM\tTO\tAGE\tREASON")
-	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", rec.State, orDash(rec.FromVersion), orDash(rec.ToVersion), age(rec.UpdatedAt), orDash(rec.Reason))
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", rec.State, cmdutil.OrDash(rec.FromVersion), cmdutil.OrDash(rec.ToVersion), age(rec.UpdatedAt), cmdutil.OrDash(rec.Reason))
 	st := rec.Status()
 	step := "-"
 	switch {
@@ -111,11 +112,11 @@ func (o *UpgradeStatusOptions) printStatus(cm *corev1.ConfigMap) error {
 		step = fmt.Sprintf("%d/%d", st.Step, st.Steps)
 	}
 	fmt.Fprintln(w, "\nPLAN\tSTEP\tNEXT")
-	fmt.Fprintf(w, "%s\t%s\t%s\n", st.PlanName, step, orDash(joinStates(st.Next)))
+	fmt.Fprintf(w, "%s\t%s\t%s\n", st.PlanName, step, cmdutil.OrDash(joinStates(st.Next)))
 	if len(rec.Runners) > 0 {
 		fmt.Fprintln(w, "\nRUNNING\tHOST\tBY\tSINCE\tHEARTBEAT\tCOMMAND")
 		for _, r := range rec.Runners {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.State, orDash(r.Host), r.ID, age(r.StartedAt), orDash(r.Lease), r.Command)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.State, cmdutil.OrDash(r.Host), r.ID, age(r.StartedAt), cmdutil.OrDash(r.Lease), r.Command)
 		}
 	}
 	if len(rec.Hosts) > 0 {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
@@ -29,7 +30,7 @@ type UpgradeStartOptions struct {
 }
 
 // NewCmdUpgradeStart builds upgrade-start.
-func NewCmdUpgradeStart(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdUpgradeStart(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &UpgradeStartOptions{UpgradeFlags: NewUpgradeFlags(cluster, streams), Plan: upgrade.DefaultPlan}
 	cmd := &cobra.Command{
 		Use:   "upgrade-start --to VERSION [--from VERSION] [--plan NAME|FILE]",
@@ -55,7 +56,7 @@ name.
 			"  # Follow a plan of your own\n  kubectl kubeadmcfg upgrade-start --to v1.37.2 --plan ./my-plan.yaml",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	cmd.Flags().StringVar(&o.To, "to", o.To, "The Kubernetes version the upgrade goes to")
@@ -92,9 +93,9 @@ func (o *UpgradeStartOptions) Complete(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// budget bounds the whole command: the reads of kubeadm-config and of the
+// Budget bounds the whole command: the reads of kubeadm-config and of the
 // nodes, and the write.
-func (o *UpgradeStartOptions) budget() time.Duration { return o.Retry.Timeout }
+func (o *UpgradeStartOptions) Budget() time.Duration { return o.Retry.Timeout }
 
 // Validate checks the versions and flags.
 func (o *UpgradeStartOptions) Validate() error {
@@ -163,7 +164,7 @@ type UpgradeSetOptions struct {
 }
 
 // NewCmdUpgradeSet builds upgrade-set.
-func NewCmdUpgradeSet(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdUpgradeSet(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &UpgradeSetOptions{UpgradeFlags: NewUpgradeFlags(cluster, streams)}
 	o.forceHint = true
 	cmd := &cobra.Command{
@@ -179,7 +180,7 @@ exits 2.
 ` + stateDiagram(),
 		Example: "  # Report that the second master is upgraded, unless someone changed the state meanwhile\n" +
 			"  kubectl kubeadmcfg upgrade-set upgraded-second-master --expect upgrading-second-master",
-		Args: exactArgs(1, "STATE"),
+		Args: cmdutil.ExactArgs(1, "STATE"),
 		ValidArgsFunction: func(c *cobra.Command, args []string, s string) ([]string, cobra.ShellCompDirective) {
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
@@ -187,7 +188,7 @@ exits 2.
 			return completeStates(o.UpgradeFlags)(c, args, s)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	cmd.Flags().StringVar(&o.Expect, "expect", o.Expect, "Change the state only if it is this one")
@@ -204,7 +205,8 @@ func (o *UpgradeSetOptions) Complete(_ *cobra.Command, args []string) error {
 	return o.complete()
 }
 
-func (o *UpgradeSetOptions) budget() time.Duration { return o.Retry.Timeout }
+// Budget bounds the whole command by --timeout.
+func (o *UpgradeSetOptions) Budget() time.Duration { return o.Retry.Timeout }
 
 // Validate checks the spelling of the state names and the flags; whether
 // the upgrade's plan has them is checked against the stored plan.
@@ -236,7 +238,7 @@ type UpgradeHostOptions struct {
 }
 
 // NewCmdUpgradeHost builds upgrade-host.
-func NewCmdUpgradeHost(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdUpgradeHost(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &UpgradeHostOptions{UpgradeFlags: NewUpgradeFlags(cluster, streams)}
 	o.forceHint = true
 	cmd := &cobra.Command{
@@ -249,10 +251,10 @@ upgrading-kubelet, upgraded-kubelet, upgrading-etcd, upgraded-etcd, each
 in-progress one with a -failed form. A step starts from none, from a
 finished step, or from its own -failed status.`,
 		Example:           "  # Report that controller-1 started upgrading its control plane\n  kubectl kubeadmcfg upgrade-host controller-1 upgrading-control-plane",
-		Args:              exactArgs(2, "NODE STATUS"),
+		Args:              cmdutil.ExactArgs(2, "NODE STATUS"),
 		ValidArgsFunction: completeNodes(o.UpgradeFlags),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	cmd.Flags().StringVar(&o.Expect, "expect", o.Expect, "Change the status only if it is this one")
@@ -268,7 +270,8 @@ func (o *UpgradeHostOptions) Complete(_ *cobra.Command, args []string) error {
 	return o.complete()
 }
 
-func (o *UpgradeHostOptions) budget() time.Duration { return o.Retry.Timeout }
+// Budget bounds the whole command by --timeout.
+func (o *UpgradeHostOptions) Budget() time.Duration { return o.Retry.Timeout }
 
 // Validate checks the spelling of the names and the flags; whether the
 // upgrade's plan has the statuses is checked against the stored plan.
@@ -305,7 +308,7 @@ type UpgradeFailOptions struct {
 }
 
 // NewCmdUpgradeFail builds upgrade-fail.
-func NewCmdUpgradeFail(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdUpgradeFail(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &UpgradeFailOptions{UpgradeFlags: NewUpgradeFlags(cluster, streams)}
 	cmd := &cobra.Command{
 		Use:   "upgrade-fail",
@@ -317,7 +320,7 @@ upgrade already failed is left as it is (exit 0).`,
 		Example: "  # Fail a stuck upgrade so it can be retried\n  kubectl kubeadmcfg upgrade-fail --reason 'kubeadm upgrade node died on controller-1'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	cmd.Flags().StringVar(&o.Reason, "reason", o.Reason, "Why, recorded with the transition")
@@ -336,7 +339,8 @@ func (o *UpgradeFailOptions) Complete(*cobra.Command, []string) error {
 	return nil
 }
 
-func (o *UpgradeFailOptions) budget() time.Duration { return o.Retry.Timeout }
+// Budget bounds the whole command by --timeout.
+func (o *UpgradeFailOptions) Budget() time.Duration { return o.Retry.Timeout }
 
 // Validate checks the flags.
 func (o *UpgradeFailOptions) Validate() error { return o.validate() }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -26,8 +27,8 @@ const validateExample = `  # Validate the live ClusterConfiguration
 // ValidateOptions validates the live document or a file.
 type ValidateOptions struct {
 	Timeout        time.Duration
-	Cluster        *ClusterFlags
-	Print          *PrintFlags
+	Cluster        *cmdutil.ClusterFlags
+	Print          *cmdutil.PrintFlags
 	Filename       string
 	Key            string
 	KubeadmVersion string
@@ -44,12 +45,12 @@ type ValidateResult struct {
 }
 
 // NewValidateOptions returns options with defaults.
-func NewValidateOptions(cluster *ClusterFlags, streams genericiooptions.IOStreams) *ValidateOptions {
-	return &ValidateOptions{Cluster: cluster, Print: NewPrintFlags(), Key: engine.DefaultKey, Timeout: engine.DefaultTimeout, IOStreams: streams}
+func NewValidateOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *ValidateOptions {
+	return &ValidateOptions{Cluster: cluster, Print: cmdutil.NewPrintFlags(), Key: engine.DefaultKey, Timeout: engine.DefaultTimeout, IOStreams: streams}
 }
 
 // NewCmdValidate builds the validate command.
-func NewCmdValidate(cluster *ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdValidate(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewValidateOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:   "validate [-f FILE]",
@@ -74,7 +75,7 @@ kubeadm 1.37 for v1beta4 and v1, kubeadm 1.36 for v1beta3.`,
 		Example: validateExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	o.AddFlags(cmd)
@@ -86,7 +87,7 @@ func (o *ValidateOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.Filename, "filename", "f", o.Filename, `A kubeadm config file to validate instead of the live document ("-" reads stdin)`)
 	cmd.Flags().StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
 	cmd.Flags().StringVar(&o.KubeadmVersion, "kubeadm-version", o.KubeadmVersion, "Release of kubeadm whose rules to apply: 1.35, 1.36 or 1.37 (default: the newest that reads the apiVersion, 1.36 for v1beta3)")
-	addTimeoutFlag(cmd, &o.Timeout)
+	cmdutil.AddTimeoutFlag(cmd, &o.Timeout)
 	o.Print.AddFlags(cmd)
 }
 
@@ -114,17 +115,18 @@ func (o *ValidateOptions) Validate() error {
 	if strings.TrimSpace(o.Key) == "" {
 		return exitcode.Usagef("--key must not be empty")
 	}
-	return validateTimeout(o.Timeout)
+	return cmdutil.ValidateTimeout(o.Timeout)
 }
 
-func (o *ValidateOptions) budget() time.Duration { return o.Timeout }
+// Budget bounds the whole command by --timeout.
+func (o *ValidateOptions) Budget() time.Duration { return o.Timeout }
 
 // Run validates and prints every problem.
 func (o *ValidateOptions) Run(ctx context.Context) error {
 	opts := clusterconfig.ValidateOptions{KubeadmVersion: o.KubeadmVersion}
 	var out ValidateResult
 	if o.engine == nil {
-		data, err := readInput(o.Filename, "the config file", o.In)
+		data, err := cmdutil.ReadInput(o.Filename, "the config file", o.In)
 		if err != nil {
 			return err
 		}
@@ -146,7 +148,7 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 			return err
 		}
 	} else {
-		printWarnings(o.ErrOut, out.Warnings)
+		cmdutil.PrintWarnings(o.ErrOut, out.Warnings)
 		for _, problem := range out.Errors {
 			fmt.Fprintln(o.Out, problem)
 		}

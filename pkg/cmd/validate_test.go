@@ -8,6 +8,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -18,7 +19,7 @@ import (
 // none). Every error is a usage error (exit 2).
 type validateCase struct {
 	name string
-	opts verb
+	opts cmdutil.Verb
 	want string
 }
 
@@ -54,7 +55,7 @@ func mustSet(t *testing.T, path, value string) clusterconfig.Edit {
 
 func TestPatchValidate(t *testing.T) {
 	patch := func(mutate func(o *PatchOptions)) *PatchOptions {
-		o := NewPatchOptions(NewClusterFlags(), streams)
+		o := NewPatchOptions(cmdutil.NewClusterFlags(), streams)
 		o.Edits = clusterconfig.Edits{mustSet(t, "clusterName", "a")}
 		mutate(o)
 		return o
@@ -97,7 +98,7 @@ func TestPatchCompleteParsesEditsOnce(t *testing.T) {
 			"cannot read the patch file: open /nonexistent/p.yaml: no such file or directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := NewPatchOptions(NewClusterFlags(), streams)
+			o := NewPatchOptions(cmdutil.NewClusterFlags(), streams)
 			o.PatchType, o.Args = tc.patchType, tc.args
 			err := o.parseEdits()
 			if err == nil || exitcode.FromError(err) != exitcode.Usage {
@@ -112,14 +113,14 @@ func TestPatchCompleteParsesEditsOnce(t *testing.T) {
 
 func TestEditValidate(t *testing.T) {
 	edit := func(mutate func(o *EditOptions)) *EditOptions {
-		o := NewEditOptions(NewClusterFlags(), streams)
-		o.Editor = Editor{Args: []string{"vi"}}
+		o := NewEditOptions(cmdutil.NewClusterFlags(), streams)
+		o.Editor = cmdutil.Editor{Args: []string{"vi"}}
 		mutate(o)
 		return o
 	}
 	checkValidate(t, []validateCase{
 		{"valid", edit(func(*EditOptions) {}), ""},
-		{"no editor", edit(func(o *EditOptions) { o.Editor = Editor{} }), "no editor to run: set KUBE_EDITOR or EDITOR"},
+		{"no editor", edit(func(o *EditOptions) { o.Editor = cmdutil.Editor{} }), "no editor to run: set KUBE_EDITOR or EDITOR"},
 		{"validate", edit(func(o *EditOptions) { o.Write.Validate = "lax" }),
 			`--validate must be one of strict, warn, ignore, not "lax"`},
 		{"dry-run", edit(func(o *EditOptions) { o.Write.DryRun = "maybe" }),
@@ -132,10 +133,10 @@ func TestEditValidate(t *testing.T) {
 }
 
 func TestGetValidate(t *testing.T) {
-	o := NewGetOptions(NewClusterFlags(), streams)
-	bad := NewGetOptions(NewClusterFlags(), streams)
+	o := NewGetOptions(cmdutil.NewClusterFlags(), streams)
+	bad := NewGetOptions(cmdutil.NewClusterFlags(), streams)
 	bad.Key = ""
-	noTime := NewGetOptions(NewClusterFlags(), streams)
+	noTime := NewGetOptions(cmdutil.NewClusterFlags(), streams)
 	noTime.Timeout = 0
 	checkValidate(t, []validateCase{{"valid", o, ""}, {"key", bad, "--key must not be empty"},
 		{"timeout", noTime, "--timeout must be positive, not 0s"}})
@@ -143,7 +144,7 @@ func TestGetValidate(t *testing.T) {
 
 func TestValidateValidate(t *testing.T) {
 	v := func(mutate func(o *ValidateOptions)) *ValidateOptions {
-		o := NewValidateOptions(NewClusterFlags(), streams)
+		o := NewValidateOptions(cmdutil.NewClusterFlags(), streams)
 		mutate(o)
 		return o
 	}
@@ -157,7 +158,7 @@ func TestValidateValidate(t *testing.T) {
 
 func TestBackupValidate(t *testing.T) {
 	b := func(mutate func(o *BackupOptions)) *BackupOptions {
-		o := NewBackupOptions(NewClusterFlags(), streams)
+		o := NewBackupOptions(cmdutil.NewClusterFlags(), streams)
 		mutate(o)
 		return o
 	}
@@ -187,7 +188,7 @@ func TestBackupValidate(t *testing.T) {
 
 func TestRestoreValidate(t *testing.T) {
 	r := func(mutate func(o *RestoreOptions)) *RestoreOptions {
-		o := NewRestoreOptions(NewClusterFlags(), streams)
+		o := NewRestoreOptions(cmdutil.NewClusterFlags(), streams)
 		o.Latest = true
 		mutate(o)
 		return o
@@ -213,7 +214,7 @@ func TestRestoreValidate(t *testing.T) {
 }
 
 func TestUpgradeValidate(t *testing.T) {
-	flags := func() *UpgradeFlags { return NewUpgradeFlags(NewClusterFlags(), streams) }
+	flags := func() *UpgradeFlags { return NewUpgradeFlags(cmdutil.NewClusterFlags(), streams) }
 	start := func(to, from string, nodes ...string) *UpgradeStartOptions {
 		return &UpgradeStartOptions{UpgradeFlags: flags(), To: to, From: from, ControlPlaneNodes: nodes}
 	}
@@ -284,7 +285,7 @@ func TestVersionValidate(t *testing.T) {
 
 func TestReconfigureValidate(t *testing.T) {
 	r := func(mutate func(o *ReconfigureOptions)) *ReconfigureOptions {
-		o := NewReconfigureOptions(NewClusterFlags(), streams)
+		o := NewReconfigureOptions(cmdutil.NewClusterFlags(), streams)
 		o.Node.Name = "cp-1"
 		mutate(o)
 		return o

@@ -8,12 +8,13 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/version"
 )
 
 // VersionOptions prints the plugin's build information.
 type VersionOptions struct {
-	Print *PrintFlags
+	Print *cmdutil.PrintFlags
 	genericiooptions.IOStreams
 }
 
@@ -28,7 +29,7 @@ type VersionInfo struct {
 
 // NewVersionOptions returns options with defaults.
 func NewVersionOptions(streams genericiooptions.IOStreams) *VersionOptions {
-	return &VersionOptions{Print: NewPrintFlags(), IOStreams: streams}
+	return &VersionOptions{Print: cmdutil.NewPrintFlags(), IOStreams: streams}
 }
 
 // Complete builds the printer.
@@ -47,7 +48,7 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 		Example: "  # Print the version as JSON\n  kubectl kubeadmcfg version -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), o, cmd, args)
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
 	o.Print.AddFlags(cmd)

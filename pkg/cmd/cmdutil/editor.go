@@ -1,4 +1,4 @@
-package cmd
+package cmdutil
 
 import (
 	"context"
@@ -25,11 +25,12 @@ type Editor struct {
 	Windows bool
 }
 
-// editorFromEnv picks the editor as kubectl edit does: $KUBE_EDITOR, else
+// EditorFromEnv picks the editor as kubectl edit does, so that users' habits
+// carry over: $KUBE_EDITOR, else
 // $EDITOR, else vi (notepad on Windows). A command line with arguments
 // ("code --wait") is split on spaces; one with quotes or backslashes is run
 // through $SHELL (/bin/sh when unset; cmd on Windows).
-func editorFromEnv(getenv func(string) string, goos string) Editor {
+func EditorFromEnv(getenv func(string) string, goos string) Editor {
 	line := ""
 	for _, name := range []string{"KUBE_EDITOR", "EDITOR"} {
 		if line = strings.TrimSpace(getenv(name)); line != "" {
@@ -85,8 +86,9 @@ func (e Editor) Launch(ctx context.Context, path string, in io.Reader, out, errO
 	return nil
 }
 
-// isTerminal reports whether v is a file open on a terminal.
-func isTerminal(v any) bool {
+// IsTerminal reports whether v is a file open on a terminal: a verb that
+// asks a user for something does so only when one is there.
+func IsTerminal(v any) bool {
 	f, ok := v.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -1,4 +1,4 @@
-package cmd
+package cmdutil
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ func TestUnifiedDiff(t *testing.T) {
 			"--- old\n+++ new\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := unifiedDiff("old", "new", []byte(tc.a), []byte(tc.b))
+			got := UnifiedDiff("old", "new", []byte(tc.a), []byte(tc.b))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -39,6 +39,6 @@ func BenchmarkDiffLargeDocuments(b *testing.B) {
 	}
 	before, after := []byte(x.String()), []byte(y.String())
 	for b.Loop() {
-		_ = unifiedDiff("old", "new", before, after)
+		_ = UnifiedDiff("old", "new", before, after)
 	}
 }

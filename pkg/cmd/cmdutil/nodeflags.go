@@ -1,4 +1,4 @@
-package cmd
+package cmdutil
 
 import (
 	"fmt"
@@ -15,15 +15,17 @@ import (
 // The flags of a node's own values, shared by restore --to-file and
 // reconfigure.
 
-// nodeHelp is what the node flags mean to a command.
-type nodeHelp struct{ name, address, port string }
+// NodeHelp is what the node flags mean to a command: each verb that takes
+// them gives its own help.
+type NodeHelp struct{ Name, Address, Port string }
 
-// addNodeFlags binds the flags of a node's own values.
-func addNodeFlags(cmd *cobra.Command, n *clusterconfig.NodeConfig, help nodeHelp) {
+// AddNodeFlags binds the flags of a node's own values: --node-name,
+// --advertise-address and --bind-port.
+func AddNodeFlags(cmd *cobra.Command, n *clusterconfig.NodeConfig, help NodeHelp) {
 	fs := cmd.Flags()
-	fs.StringVar(&n.Name, "node-name", n.Name, help.name)
-	fs.StringVar(&n.AdvertiseAddress, "advertise-address", n.AdvertiseAddress, help.address)
-	fs.Var((*portFlag)(&n.BindPort), "bind-port", help.port)
+	fs.StringVar(&n.Name, "node-name", n.Name, help.Name)
+	fs.StringVar(&n.AdvertiseAddress, "advertise-address", n.AdvertiseAddress, help.Address)
+	fs.Var((*portFlag)(&n.BindPort), "bind-port", help.Port)
 }
 
 // portFlag is a TCP port given as decimal digits only, as kubeadm reads
@@ -35,7 +37,7 @@ func (p *portFlag) String() string { return strconv.Itoa(int(*p)) }
 func (p *portFlag) Type() string { return "port" }
 
 // Set reads decimal digits: ParseUint refuses a sign, spaces, a base
-// prefix and underscores. The range is checked by validateNode.
+// prefix and underscores. The range is checked by ValidateNode.
 func (p *portFlag) Set(s string) error {
 	n, err := strconv.ParseUint(s, 10, 31)
 	if err != nil {
@@ -45,14 +47,16 @@ func (p *portFlag) Set(s string) error {
 	return nil
 }
 
-// nodeFlagsChanged reports whether any per-node flag was given.
-func nodeFlagsChanged(cmd *cobra.Command) bool {
+// NodeFlagsChanged reports whether any per-node flag was given, which
+// decides what a verb does with them.
+func NodeFlagsChanged(cmd *cobra.Command) bool {
 	fs := cmd.Flags()
 	return fs.Changed("node-name") || fs.Changed("advertise-address") || fs.Changed("bind-port")
 }
 
-// validateNode checks a node's values as given on the command line.
-func validateNode(n clusterconfig.NodeConfig, bindPortGiven bool) error {
+// ValidateNode checks a node's values as given on the command line, with
+// the same messages in every verb that takes them.
+func ValidateNode(n clusterconfig.NodeConfig, bindPortGiven bool) error {
 	if n.Name != "" {
 		if errs := validation.IsDNS1123Subdomain(n.Name); len(errs) > 0 {
 			return exitcode.Usagef("--node-name %q: %s", n.Name, errs[0])

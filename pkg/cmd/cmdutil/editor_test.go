@@ -1,4 +1,4 @@
-package cmd
+package cmdutil
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ func TestEditorFromEnv(t *testing.T) {
 			Editor{Args: []string{"cmd", "/C", `C:\Tools\ed.exe`}, Shell: true, Windows: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := editorFromEnv(func(k string) string { return tc.env[k] }, tc.goos)
+			got := EditorFromEnv(func(k string) string { return tc.env[k] }, tc.goos)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -75,7 +75,7 @@ func TestEditorLaunchThroughShell(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := filepath.Join(dir, "it's $HOME.yaml")
-	e := editorFromEnv(func(k string) string {
+	e := EditorFromEnv(func(k string) string {
 		return map[string]string{"KUBE_EDITOR": `"` + script + `" -x`}[k]
 	}, "linux")
 	if !e.Shell {
@@ -93,15 +93,5 @@ func TestEditorLaunchFails(t *testing.T) {
 	err := Editor{Args: []string{"false"}}.Launch(context.Background(), "/nonexistent", nil, &bytes.Buffer{}, &bytes.Buffer{})
 	if want := `the editor "false" failed: exit status 1`; err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %s", err, want)
-	}
-}
-
-func TestEditBufferHelpers(t *testing.T) {
-	text := []byte("# header\n  # indented\n#\n\napiVersion: v # not a comment line\nkind: K\n# trailing\n")
-	if got, want := string(stripComments(text)), "\napiVersion: v # not a comment line\nkind: K\n"; got != want {
-		t.Errorf("stripComments = %q, want %q", got, want)
-	}
-	if got, want := string(userText(text)), "apiVersion: v # not a comment line\nkind: K\n# trailing\n"; got != want {
-		t.Errorf("userText = %q, want %q", got, want)
 	}
 }

@@ -1,4 +1,4 @@
-package cmd
+package cmdutil
 
 import (
 	"github.com/spf13/cobra"
@@ -70,7 +70,7 @@ func (f *ClusterFlags) Clients() (*Clients, error) {
 	// add latency on top of the server's own flow control.
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.UserAgent = "kubectl-kubeadmcfg"
-	clock := &engine.ServerClock{Local: localNow}
+	clock := &engine.ServerClock{Local: LocalNow}
 	cfg.Wrap(clock.WrapTransport)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -1,4 +1,4 @@
-package cmd
+package cmdutil
 
 import (
 	"fmt"
@@ -27,15 +27,17 @@ type WriteResult struct {
 	Backup             string   `json:"backup,omitempty"`
 	Diff               string   `json:"diff,omitempty"`
 
-	// summary is the human line, such as "kubeadm-config patched
-	// (resourceVersion 812 -> 815, 2 attempts)".
-	summary string
+	// Summary is the human line, such as "kubeadm-config patched
+	// (resourceVersion 812 -> 815, 2 attempts)"; -o leaves it out. Verbs
+	// that end without a write (a cancelled edit, restore --to-file) set it.
+	Summary string `json:"-"`
 }
 
-// newWriteResult turns the engine's result into what the command prints.
+// NewWriteResult turns the engine's result into what the command prints, the
+// same way for every verb that writes.
 // verb says what happened ("patched"); with a diff the new document is
 // labelled newLabel.
-func newWriteResult(t engine.Target, res *engine.DocumentResult, verb string, withDiff bool, newLabel string) *WriteResult {
+func NewWriteResult(t engine.Target, res *engine.DocumentResult, verb string, withDiff bool, newLabel string) *WriteResult {
 	out := &WriteResult{
 		ConfigMap: t.Namespace + "/" + t.Name,
 		DryRun:    string(res.DryRun),
@@ -53,9 +55,9 @@ func newWriteResult(t engine.Target, res *engine.DocumentResult, verb string, wi
 		out.NewResourceVersion = res.New.ResourceVersion
 	}
 	if withDiff && !res.Skipped {
-		out.Diff = unifiedDiff("live/"+t.Key, newLabel, res.Before, res.After)
+		out.Diff = UnifiedDiff("live/"+t.Key, newLabel, res.Before, res.After)
 	}
-	out.summary = describe(t.Name, verb, &res.Result)
+	out.Summary = describe(t.Name, verb, &res.Result)
 	return out
 }
 
@@ -81,11 +83,12 @@ func describe(name, verb string, r *engine.Result) string {
 	return fmt.Sprintf("%s %s (resourceVersion %s -> %s, %s)", name, verb, r.Old.ResourceVersion, r.New.ResourceVersion, attempts)
 }
 
-// printWrite prints a write's outcome: warnings and the backup taken on
+// PrintWrite prints a write's outcome, the same way for every verb that
+// writes: warnings and the backup taken on
 // ErrOut; then, with -o, printed (the result object), otherwise the diff
 // and the human line.
-func printWrite(streams genericiooptions.IOStreams, print *PrintFlags, out *WriteResult, printed any) error {
-	printWarnings(streams.ErrOut, out.Warnings)
+func PrintWrite(streams genericiooptions.IOStreams, print *PrintFlags, out *WriteResult, printed any) error {
+	PrintWarnings(streams.ErrOut, out.Warnings)
 	if !print.Human() {
 		return print.Print(streams.Out, printed)
 	}
@@ -93,21 +96,33 @@ func printWrite(streams genericiooptions.IOStreams, print *PrintFlags, out *Writ
 		fmt.Fprintf(streams.ErrOut, "backed up the replaced document to %s\n", out.Backup)
 	}
 	fmt.Fprint(streams.Out, out.Diff)
-	_, err := fmt.Fprintln(streams.Out, out.summary)
+	_, err := fmt.Fprintln(streams.Out, out.Summary)
 	return err
 }
 
-// printWarnings writes each validation warning on its own line.
-func printWarnings(w io.Writer, warnings []string) {
+// PrintWarnings writes each warning on its own line, as every verb words
+// them.
+func PrintWarnings(w io.Writer, warnings []string) {
 	for _, msg := range warnings {
 		fmt.Fprintf(w, "warning: %s\n", msg)
 	}
 }
 
-// unifiedDiff is the unified diff of two documents, "" when they are equal.
+// UnifiedDiff is the unified diff of two documents, "" when they are equal:
+// of ClusterConfigurations for the verbs that write, of manifests for
+// reconfigure.
 // go-udiff (the Myers diff of gopls) needs time and memory linear in the
 // documents for the edits the plugin makes, and marks a missing final
 // newline.
-func unifiedDiff(oldLabel, newLabel string, before, after []byte) string {
+func UnifiedDiff(oldLabel, newLabel string, before, after []byte) string {
 	return udiff.Unified(oldLabel, newLabel, string(before), string(after))
+}
+
+// OrDash shows an empty value as "-" in tables and messages, as every verb
+// that prints a table does.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

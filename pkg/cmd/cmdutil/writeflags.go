@@ -1,4 +1,4 @@
-package cmd
+package cmdutil
 
 import (
 	"strings"
@@ -46,7 +46,7 @@ func (f *RetryFlags) Complete() {
 
 // Validate checks the values.
 func (f *RetryFlags) Validate() error {
-	if err := validateTimeout(f.Timeout); err != nil {
+	if err := ValidateTimeout(f.Timeout); err != nil {
 		return err
 	}
 	if f.QueueTTL < time.Second {
@@ -164,5 +164,3 @@ func (f *WriteFlags) ToEngine(c *Clients, cluster *ClusterFlags, backup engine.B
 	}
 	return engine.New(c.Client, cluster.Target(f.Key), opts)
 }
-
-func (f *RetryFlags) budget() time.Duration { return f.Timeout }

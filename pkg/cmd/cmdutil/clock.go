@@ -1,4 +1,4 @@
-package cmd
+package cmdutil
 
 import (
 	"os"
@@ -11,16 +11,18 @@ import (
 // clock and heartbeats are judged by locally observed time.
 const ClockSkewEnv = "KUBEADMCFG_TEST_CLOCK_SKEW"
 
-// localNow is this host's wall clock, shifted by ClockSkewEnv when set.
-func localNow() time.Time {
+// LocalNow is this host's wall clock, shifted by ClockSkewEnv when set. Every
+// verb that needs the local time reads it here, so that one variable skews
+// them all in tests.
+func LocalNow() time.Time {
 	if skew, err := time.ParseDuration(os.Getenv(ClockSkewEnv)); err == nil {
 		return time.Now().Add(skew)
 	}
 	return time.Now()
 }
 
-// localClock is localNow as a clock.
+// localClock is LocalNow as a clock.
 type localClock struct{}
 
-func (localClock) Now() time.Time                  { return localNow() }
-func (localClock) Since(t time.Time) time.Duration { return localNow().Sub(t) }
+func (localClock) Now() time.Time                  { return LocalNow() }
+func (localClock) Since(t time.Time) time.Duration { return LocalNow().Sub(t) }
