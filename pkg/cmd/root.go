@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/version"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -63,7 +64,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdBackup(flags, streams),
 		NewCmdRestore(flags, streams),
 		NewCmdReconfigure(flags, streams),
-		NewCmdVersion(streams),
+		version.NewCmdVersion(streams),
 	)
 	root.AddCommand(NewCmdUpgrade(flags, streams)...)
 	registerFlagCompletions(root)

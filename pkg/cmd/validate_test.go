@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/cmdtest"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -14,33 +14,6 @@ import (
 
 // Every verb's Validate, with the exact message a user sees. Validate does
 // no I/O, so these need no cluster.
-
-// validateCase is one set of options and the error Validate must give ("" for
-// none). Every error is a usage error (exit 2).
-type validateCase struct {
-	name string
-	opts cmdutil.Verb
-	want string
-}
-
-func checkValidate(t *testing.T, cases []validateCase) {
-	t.Helper()
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.opts.Validate()
-			got := ""
-			if err != nil {
-				got = err.Error()
-				if code := exitcode.FromError(err); code != exitcode.Usage {
-					t.Errorf("exit code %d, want %d", code, exitcode.Usage)
-				}
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("Validate() (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
 
 var streams = genericiooptions.NewTestIOStreamsDiscard()
 
@@ -60,7 +33,7 @@ func TestPatchValidate(t *testing.T) {
 		mutate(o)
 		return o
 	}
-	checkValidate(t, []validateCase{
+	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
 		{"valid", patch(func(*PatchOptions) {}), ""},
 		{"no edits", patch(func(o *PatchOptions) { o.Edits = nil }),
 			"nothing to do: give at least one --set, --set-string, --unset, --patch or --patch-file"},
@@ -118,7 +91,7 @@ func TestEditValidate(t *testing.T) {
 		mutate(o)
 		return o
 	}
-	checkValidate(t, []validateCase{
+	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
 		{"valid", edit(func(*EditOptions) {}), ""},
 		{"no editor", edit(func(o *EditOptions) { o.Editor = cmdutil.Editor{} }), "no editor to run: set KUBE_EDITOR or EDITOR"},
 		{"validate", edit(func(o *EditOptions) { o.Write.Validate = "lax" }),
@@ -138,7 +111,7 @@ func TestGetValidate(t *testing.T) {
 	bad.Key = ""
 	noTime := NewGetOptions(cmdutil.NewClusterFlags(), streams)
 	noTime.Timeout = 0
-	checkValidate(t, []validateCase{{"valid", o, ""}, {"key", bad, "--key must not be empty"},
+	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{{"valid", o, ""}, {"key", bad, "--key must not be empty"},
 		{"timeout", noTime, "--timeout must be positive, not 0s"}})
 }
 
@@ -148,7 +121,7 @@ func TestValidateValidate(t *testing.T) {
 		mutate(o)
 		return o
 	}
-	checkValidate(t, []validateCase{
+	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
 		{"valid", v(func(*ValidateOptions) {}), ""},
 		{"kubeadm-version", v(func(o *ValidateOptions) { o.KubeadmVersion = "v2.0.0" }), `--kubeadm-version: want a kubeadm 1.x release, not "v2.0.0"`},
 		{"key", v(func(o *ValidateOptions) { o.Key = "" }), "--key must not be empty"},
@@ -171,7 +144,7 @@ func TestBackupValidate(t *testing.T) {
 	prune.Backup.Keep = -1
 	badVersion := verify(true)
 	badVersion.KubeadmVersion = "1"
-	checkValidate(t, []validateCase{
+	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
 		{"backup valid", b(func(*BackupOptions) {}), ""},
 		{"backup keep", b(func(o *BackupOptions) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
 		{"backup key", b(func(o *BackupOptions) { o.Key = "" }), "--key must not be empty"},
@@ -193,7 +166,7 @@ func TestRestoreValidate(t *testing.T) {
 		mutate(o)
 		return o
 	}
-	checkValidate(t, []validateCase{
+	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
 		{"latest", r(func(*RestoreOptions) {}), ""},
 		{"both", r(func(o *RestoreOptions) { o.Name = "x" }), "give a backup name or --latest, not both or neither"},
 		{"neither", r(func(o *RestoreOptions) { o.Latest = false }), "give a backup name or --latest, not both or neither"},
@@ -242,7 +215,7 @@ func TestUpgradeValidate(t *testing.T) {
 	statusTimeout.Retry.Timeout = 0
 	badTimeout := &UpgradeFailOptions{UpgradeFlags: flags()}
 	badTimeout.Retry.Timeout = -time.Second
-	checkValidate(t, []validateCase{
+	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
 		{"status", &UpgradeStatusOptions{UpgradeFlags: flags()}, ""},
 		{"status state-configmap", noState, "--state-configmap must not be empty"},
 		{"status timeout", statusTimeout, "--timeout must be positive, not 0s"},
@@ -279,10 +252,6 @@ func TestUpgradeValidate(t *testing.T) {
 	})
 }
 
-func TestVersionValidate(t *testing.T) {
-	checkValidate(t, []validateCase{{"version", NewVersionOptions(streams), ""}})
-}
-
 func TestReconfigureValidate(t *testing.T) {
 	r := func(mutate func(o *ReconfigureOptions)) *ReconfigureOptions {
 		o := NewReconfigureOptions(cmdutil.NewClusterFlags(), streams)
@@ -290,7 +259,7 @@ func TestReconfigureValidate(t *testing.T) {
 		mutate(o)
 		return o
 	}
-	checkValidate(t, []validateCase{
+	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
 		{"defaults", r(func(*ReconfigureOptions) {}), ""},
 		{"latest good, one component, dry run", r(func(o *ReconfigureOptions) {
 			o.LatestGood, o.Components, o.DryRun = true, []string{"kube-apiserver"}, "client"

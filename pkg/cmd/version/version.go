@@ -1,4 +1,7 @@
-package cmd
+// Package version prints the plugin's build information: the version,
+// commit and date pkg/version was stamped with at build time, and the Go
+// toolchain and platform.
+package version
 
 import (
 	"context"
@@ -9,17 +12,17 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/version"
+	versioninfo "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/version"
 )
 
-// VersionOptions prints the plugin's build information.
-type VersionOptions struct {
+// Options prints the plugin's build information.
+type Options struct {
 	Print *cmdutil.PrintFlags
 	genericiooptions.IOStreams
 }
 
-// VersionInfo is what `version -o json` prints.
-type VersionInfo struct {
+// Info is what `version -o json` prints.
+type Info struct {
 	Version   string `json:"version"`
 	Commit    string `json:"commit"`
 	Date      string `json:"date"`
@@ -27,20 +30,20 @@ type VersionInfo struct {
 	Platform  string `json:"platform"`
 }
 
-// NewVersionOptions returns options with defaults.
-func NewVersionOptions(streams genericiooptions.IOStreams) *VersionOptions {
-	return &VersionOptions{Print: cmdutil.NewPrintFlags(), IOStreams: streams}
+// NewOptions returns options with defaults.
+func NewOptions(streams genericiooptions.IOStreams) *Options {
+	return &Options{Print: cmdutil.NewPrintFlags(), IOStreams: streams}
 }
 
 // Complete builds the printer.
-func (o *VersionOptions) Complete(*cobra.Command, []string) error { return o.Print.Complete() }
+func (o *Options) Complete(*cobra.Command, []string) error { return o.Print.Complete() }
 
 // Validate has nothing to check.
-func (o *VersionOptions) Validate() error { return nil }
+func (o *Options) Validate() error { return nil }
 
 // NewCmdVersion builds the version command.
 func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
-	o := NewVersionOptions(streams)
+	o := NewOptions(streams)
 	cmd := &cobra.Command{
 		Use:     "version",
 		Short:   "Print the plugin's version",
@@ -56,9 +59,9 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 }
 
 // Run prints the version.
-func (o *VersionOptions) Run(context.Context) error {
-	info := VersionInfo{
-		Version: version.Version, Commit: version.Commit, Date: version.Date,
+func (o *Options) Run(context.Context) error {
+	info := Info{
+		Version: versioninfo.Version, Commit: versioninfo.Commit, Date: versioninfo.Date,
 		GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
 	}
 	if !o.Print.Human() {
