@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/get"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/version"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -57,7 +58,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 	})
 
 	root.AddCommand(
-		NewCmdGet(flags, streams),
+		get.NewCmdGet(flags, streams),
 		NewCmdPatch(flags, streams),
 		NewCmdEdit(flags, streams),
 		NewCmdValidate(flags, streams),

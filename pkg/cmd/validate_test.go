@@ -105,16 +105,6 @@ func TestEditValidate(t *testing.T) {
 	})
 }
 
-func TestGetValidate(t *testing.T) {
-	o := NewGetOptions(cmdutil.NewClusterFlags(), streams)
-	bad := NewGetOptions(cmdutil.NewClusterFlags(), streams)
-	bad.Key = ""
-	noTime := NewGetOptions(cmdutil.NewClusterFlags(), streams)
-	noTime.Timeout = 0
-	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{{"valid", o, ""}, {"key", bad, "--key must not be empty"},
-		{"timeout", noTime, "--timeout must be positive, not 0s"}})
-}
-
 func TestValidateValidate(t *testing.T) {
 	v := func(mutate func(o *ValidateOptions)) *ValidateOptions {
 		o := NewValidateOptions(cmdutil.NewClusterFlags(), streams)

@@ -1,4 +1,7 @@
-package cmd
+// Package get prints the ClusterConfiguration stored in kubeadm-config, as
+// stored or through kubectl's printers. It reads through pkg/engine and
+// writes the --write-config copy with pkg/backup's atomic file writer.
+package get
 
 import (
 	"context"
@@ -25,8 +28,8 @@ const getExample = `  # Print the ClusterConfiguration exactly as stored
   # Print one field
   kubectl kubeadmcfg get -o jsonpath='{.networking.podSubnet}'`
 
-// GetOptions prints the stored ClusterConfiguration.
-type GetOptions struct {
+// Options prints the stored ClusterConfiguration.
+type Options struct {
 	Timeout     time.Duration
 	Cluster     *cmdutil.ClusterFlags
 	Print       *cmdutil.PrintFlags
@@ -37,14 +40,14 @@ type GetOptions struct {
 	genericiooptions.IOStreams
 }
 
-// NewGetOptions returns options with defaults.
-func NewGetOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *GetOptions {
-	return &GetOptions{Cluster: cluster, Print: cmdutil.NewPrintFlags(), Key: engine.DefaultKey, Timeout: engine.DefaultTimeout, IOStreams: streams}
+// NewOptions returns options with defaults.
+func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
+	return &Options{Cluster: cluster, Print: cmdutil.NewPrintFlags(), Key: engine.DefaultKey, Timeout: engine.DefaultTimeout, IOStreams: streams}
 }
 
 // NewCmdGet builds the get command.
 func NewCmdGet(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := NewGetOptions(cluster, streams)
+	o := NewOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:   "get",
 		Short: "Print the ClusterConfiguration",
@@ -63,7 +66,7 @@ jsonpath or go-template it is decoded first and printed by kubectl's printers.`,
 }
 
 // AddFlags binds the options' flags.
-func (o *GetOptions) AddFlags(cmd *cobra.Command) {
+func (o *Options) AddFlags(cmd *cobra.Command) {
 	o.Print.AddFlags(cmd)
 	cmd.Flags().StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
 	cmd.Flags().StringVar(&o.WriteConfig, "write-config", o.WriteConfig, "Also write the ClusterConfiguration, as stored, to this file (atomic, 0600)")
@@ -71,7 +74,7 @@ func (o *GetOptions) AddFlags(cmd *cobra.Command) {
 }
 
 // Complete builds the printer and the client.
-func (o *GetOptions) Complete(_ *cobra.Command, _ []string) error {
+func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 	if err := o.Print.Complete(); err != nil {
 		return err
 	}
@@ -84,7 +87,7 @@ func (o *GetOptions) Complete(_ *cobra.Command, _ []string) error {
 }
 
 // Validate checks the flags.
-func (o *GetOptions) Validate() error {
+func (o *Options) Validate() error {
 	if strings.TrimSpace(o.Key) == "" {
 		return exitcode.Usagef("--key must not be empty")
 	}
@@ -92,10 +95,10 @@ func (o *GetOptions) Validate() error {
 }
 
 // Budget bounds the whole command by --timeout.
-func (o *GetOptions) Budget() time.Duration { return o.Timeout }
+func (o *Options) Budget() time.Duration { return o.Timeout }
 
 // Run reads and prints the document.
-func (o *GetOptions) Run(ctx context.Context) error {
+func (o *Options) Run(ctx context.Context) error {
 	doc, err := o.engine.Document(ctx)
 	if err != nil {
 		return err
