@@ -16,6 +16,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/get"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/validate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/version"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -61,7 +62,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		get.NewCmdGet(flags, streams),
 		NewCmdPatch(flags, streams),
 		NewCmdEdit(flags, streams),
-		NewCmdValidate(flags, streams),
+		validate.NewCmdValidate(flags, streams),
 		NewCmdBackup(flags, streams),
 		NewCmdRestore(flags, streams),
 		NewCmdReconfigure(flags, streams),

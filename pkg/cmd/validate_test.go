@@ -105,20 +105,6 @@ func TestEditValidate(t *testing.T) {
 	})
 }
 
-func TestValidateValidate(t *testing.T) {
-	v := func(mutate func(o *ValidateOptions)) *ValidateOptions {
-		o := NewValidateOptions(cmdutil.NewClusterFlags(), streams)
-		mutate(o)
-		return o
-	}
-	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
-		{"valid", v(func(*ValidateOptions) {}), ""},
-		{"kubeadm-version", v(func(o *ValidateOptions) { o.KubeadmVersion = "v2.0.0" }), `--kubeadm-version: want a kubeadm 1.x release, not "v2.0.0"`},
-		{"key", v(func(o *ValidateOptions) { o.Key = "" }), "--key must not be empty"},
-		{"timeout", v(func(o *ValidateOptions) { o.Timeout = -time.Second }), "--timeout must be positive, not -1s"},
-	})
-}
-
 func TestBackupValidate(t *testing.T) {
 	b := func(mutate func(o *BackupOptions)) *BackupOptions {
 		o := NewBackupOptions(cmdutil.NewClusterFlags(), streams)

@@ -1,4 +1,7 @@
-package cmd
+// Package validate checks the live ClusterConfiguration, or a whole kubeadm
+// config file, the way kubeadm does. The rules are pkg/clusterconfig's; the
+// live document is read through pkg/engine.
+package validate
 
 import (
 	"context"
@@ -24,8 +27,8 @@ const validateExample = `  # Validate the live ClusterConfiguration
   # Validate with the rules of the kubeadm release that manages the cluster
   kubectl kubeadmcfg validate --kubeadm-version v1.36.4 -o json`
 
-// ValidateOptions validates the live document or a file.
-type ValidateOptions struct {
+// Options validates the live document or a file.
+type Options struct {
 	Timeout        time.Duration
 	Cluster        *cmdutil.ClusterFlags
 	Print          *cmdutil.PrintFlags
@@ -37,21 +40,21 @@ type ValidateOptions struct {
 	genericiooptions.IOStreams
 }
 
-// ValidateResult is what validate prints with -o.
-type ValidateResult struct {
+// Result is what validate prints with -o.
+type Result struct {
 	Source string `json:"source"`
 	Valid  bool   `json:"valid"`
 	clusterconfig.FileReport
 }
 
-// NewValidateOptions returns options with defaults.
-func NewValidateOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *ValidateOptions {
-	return &ValidateOptions{Cluster: cluster, Print: cmdutil.NewPrintFlags(), Key: engine.DefaultKey, Timeout: engine.DefaultTimeout, IOStreams: streams}
+// NewOptions returns options with defaults.
+func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
+	return &Options{Cluster: cluster, Print: cmdutil.NewPrintFlags(), Key: engine.DefaultKey, Timeout: engine.DefaultTimeout, IOStreams: streams}
 }
 
 // NewCmdValidate builds the validate command.
 func NewCmdValidate(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := NewValidateOptions(cluster, streams)
+	o := NewOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:   "validate [-f FILE]",
 		Short: "Check a ClusterConfiguration, or a whole kubeadm config file, the way kubeadm does",
@@ -83,7 +86,7 @@ kubeadm 1.37 for v1beta4 and v1, kubeadm 1.36 for v1beta3.`,
 }
 
 // AddFlags binds the options' flags.
-func (o *ValidateOptions) AddFlags(cmd *cobra.Command) {
+func (o *Options) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.Filename, "filename", "f", o.Filename, `A kubeadm config file to validate instead of the live document ("-" reads stdin)`)
 	cmd.Flags().StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
 	cmd.Flags().StringVar(&o.KubeadmVersion, "kubeadm-version", o.KubeadmVersion, "Release of kubeadm whose rules to apply: 1.35, 1.36 or 1.37 (default: the newest that reads the apiVersion, 1.36 for v1beta3)")
@@ -92,7 +95,7 @@ func (o *ValidateOptions) AddFlags(cmd *cobra.Command) {
 }
 
 // Complete builds the printer, and the client unless a file is given.
-func (o *ValidateOptions) Complete(_ *cobra.Command, _ []string) error {
+func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 	if err := o.Print.Complete(); err != nil {
 		return err
 	}
@@ -108,7 +111,7 @@ func (o *ValidateOptions) Complete(_ *cobra.Command, _ []string) error {
 }
 
 // Validate checks the flags.
-func (o *ValidateOptions) Validate() error {
+func (o *Options) Validate() error {
 	if err := clusterconfig.CheckKubeadmVersion(o.KubeadmVersion); err != nil {
 		return exitcode.Usagef("--kubeadm-version: %w", err)
 	}
@@ -119,12 +122,12 @@ func (o *ValidateOptions) Validate() error {
 }
 
 // Budget bounds the whole command by --timeout.
-func (o *ValidateOptions) Budget() time.Duration { return o.Timeout }
+func (o *Options) Budget() time.Duration { return o.Timeout }
 
 // Run validates and prints every problem.
-func (o *ValidateOptions) Run(ctx context.Context) error {
+func (o *Options) Run(ctx context.Context) error {
 	opts := clusterconfig.ValidateOptions{KubeadmVersion: o.KubeadmVersion}
-	var out ValidateResult
+	var out Result
 	if o.engine == nil {
 		data, err := cmdutil.ReadInput(o.Filename, "the config file", o.In)
 		if err != nil {
