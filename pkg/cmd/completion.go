@@ -3,12 +3,10 @@ package cmd
 import (
 	"context"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
@@ -102,20 +100,4 @@ func completeNodes(f *UpgradeFlags) cobra.CompletionFunc {
 		sort.Strings(nodes)
 		return nodes, cobra.ShellCompDirectiveNoFileComp
 	}
-}
-
-// completePaths offers ClusterConfiguration field paths for --set and
-// --unset, one level at a time.
-func completePaths(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	prefix := toComplete
-	if i := strings.IndexByte(prefix, '='); i >= 0 {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	var out []string
-	for _, p := range clusterconfig.FieldPaths() {
-		if strings.HasPrefix(p, prefix) {
-			out = append(out, p)
-		}
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }

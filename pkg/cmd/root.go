@@ -16,6 +16,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/get"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/patch"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/validate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/version"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
@@ -60,7 +61,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 
 	root.AddCommand(
 		get.NewCmdGet(flags, streams),
-		NewCmdPatch(flags, streams),
+		patch.NewCmdPatch(flags, streams),
 		NewCmdEdit(flags, streams),
 		validate.NewCmdValidate(flags, streams),
 		NewCmdBackup(flags, streams),

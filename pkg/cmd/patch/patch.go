@@ -1,4 +1,8 @@
-package cmd
+// Package patch edits fields of the ClusterConfiguration with a
+// conflict-safe write: the edits are parsed once into pkg/clusterconfig
+// edits, and pkg/engine applies them to every freshly read copy, with
+// pkg/backup's hook keeping the document it replaces.
+package patch
 
 import (
 	"context"
@@ -82,8 +86,8 @@ func (f *editFlag) Set(v string) error {
 	return nil
 }
 
-// PatchOptions edits the ClusterConfiguration.
-type PatchOptions struct {
+// Options edits the ClusterConfiguration.
+type Options struct {
 	Cluster     *cmdutil.ClusterFlags
 	Write       *cmdutil.WriteFlags
 	Backup      *cmdutil.BackupFlags
@@ -98,15 +102,15 @@ type PatchOptions struct {
 	genericiooptions.IOStreams
 }
 
-// NewPatchOptions returns options with defaults.
-func NewPatchOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *PatchOptions {
-	return &PatchOptions{Cluster: cluster, Write: cmdutil.NewWriteFlags(), Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(),
+// NewOptions returns options with defaults.
+func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
+	return &Options{Cluster: cluster, Write: cmdutil.NewWriteFlags(), Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(),
 		PatchType: "merge", IOStreams: streams}
 }
 
 // NewCmdPatch builds the patch command.
 func NewCmdPatch(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := NewPatchOptions(cluster, streams)
+	o := NewOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:     "patch (--set PATH=VALUE | --set-string PATH=VALUE | --unset PATH | -p PATCH | --patch-file FILE)...",
 		Short:   "Edit the ClusterConfiguration with a conflict-safe write",
@@ -122,7 +126,7 @@ func NewCmdPatch(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStrea
 }
 
 // AddFlags binds the options' flags.
-func (o *PatchOptions) AddFlags(cmd *cobra.Command) {
+func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.Var(&editFlag{editSet, "PATH=VALUE", &o.Args}, "set", "Set PATH to VALUE, parsed as YAML unless the field holds a string (repeatable)")
 	fs.Var(&editFlag{editSetString, "PATH=VALUE", &o.Args}, "set-string", "Set PATH to VALUE as a string (repeatable)")
@@ -141,7 +145,7 @@ func (o *PatchOptions) AddFlags(cmd *cobra.Command) {
 
 // Complete parses the edits, once, into values of the document model, then
 // builds the write pipeline.
-func (o *PatchOptions) Complete(_ *cobra.Command, _ []string) error {
+func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 	if err := o.parseEdits(); err != nil {
 		return err
 	}
@@ -157,7 +161,7 @@ func (o *PatchOptions) Complete(_ *cobra.Command, _ []string) error {
 	return nil
 }
 
-func (o *PatchOptions) parseEdits() error {
+func (o *Options) parseEdits() error {
 	if o.PatchType != "merge" && o.PatchType != "json" {
 		if o.PatchType == "strategic" {
 			return exitcode.Usagef("--type must be one of merge, json, not %q (a ClusterConfiguration has no strategic merge schema)", o.PatchType)
@@ -203,7 +207,7 @@ func (o *PatchOptions) parseEdits() error {
 }
 
 // Validate checks the options without I/O.
-func (o *PatchOptions) Validate() error {
+func (o *Options) Validate() error {
 	if len(o.Edits) == 0 {
 		return exitcode.Usagef("nothing to do: give at least one --set, --set-string, --unset, --patch or --patch-file")
 	}
@@ -214,10 +218,10 @@ func (o *PatchOptions) Validate() error {
 }
 
 // Budget bounds the whole command by --timeout.
-func (o *PatchOptions) Budget() time.Duration { return o.Write.Timeout }
+func (o *Options) Budget() time.Duration { return o.Write.Timeout }
 
 // Run writes the edits through the engine and reports the outcome.
-func (o *PatchOptions) Run(ctx context.Context) error {
+func (o *Options) Run(ctx context.Context) error {
 	res, err := o.engine.UpdateDocument(ctx, o.Edits...)
 	if err != nil {
 		return err
