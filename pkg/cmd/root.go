@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/edit"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/get"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/patch"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/validate"
@@ -62,7 +63,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 	root.AddCommand(
 		get.NewCmdGet(flags, streams),
 		patch.NewCmdPatch(flags, streams),
-		NewCmdEdit(flags, streams),
+		edit.NewCmdEdit(flags, streams),
 		validate.NewCmdValidate(flags, streams),
 		NewCmdBackup(flags, streams),
 		NewCmdRestore(flags, streams),

@@ -16,27 +16,6 @@ import (
 
 var streams = genericiooptions.NewTestIOStreamsDiscard()
 
-func TestEditValidate(t *testing.T) {
-	edit := func(mutate func(o *EditOptions)) *EditOptions {
-		o := NewEditOptions(cmdutil.NewClusterFlags(), streams)
-		o.Editor = cmdutil.Editor{Args: []string{"vi"}}
-		mutate(o)
-		return o
-	}
-	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
-		{"valid", edit(func(*EditOptions) {}), ""},
-		{"no editor", edit(func(o *EditOptions) { o.Editor = cmdutil.Editor{} }), "no editor to run: set KUBE_EDITOR or EDITOR"},
-		{"validate", edit(func(o *EditOptions) { o.Write.Validate = "lax" }),
-			`--validate must be one of strict, warn, ignore, not "lax"`},
-		{"dry-run", edit(func(o *EditOptions) { o.Write.DryRun = "maybe" }),
-			`--dry-run must be one of none, client, server, not "maybe"`},
-		{"timeout", edit(func(o *EditOptions) { o.Write.Timeout = 0 }), "--timeout must be positive, not 0s"},
-		{"if-leader", edit(func(o *EditOptions) { o.Write.IfLeader = "kube-system" }),
-			`--if-leader must be NAMESPACE/NAME, not "kube-system"`},
-		{"keep", edit(func(o *EditOptions) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
-	})
-}
-
 func TestBackupValidate(t *testing.T) {
 	b := func(mutate func(o *BackupOptions)) *BackupOptions {
 		o := NewBackupOptions(cmdutil.NewClusterFlags(), streams)

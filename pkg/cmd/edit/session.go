@@ -1,0 +1,173 @@
+package edit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+)
+
+// One edit, round by round: the editor opens, the text is checked, and it
+// is written, cancelled, or given back with what is wrong.
+
+// editSession is one edit: the version the user's text started from, and
+// the text the editor was last given.
+type editSession struct {
+	o    *Options
+	file string
+	base *clusterconfig.Document
+	rv   string
+	// given is the text the editor was given this round; invalid is true
+	// when it listed problems.
+	given   []byte
+	invalid bool
+}
+
+func (s *editSession) loop(ctx context.Context) error {
+	o := s.o
+	editorOut := o.Out
+	if !cmdutil.IsTerminal(o.Out) {
+		editorOut = o.ErrOut // keep -o output parseable
+	}
+	for {
+		if err := os.WriteFile(s.file, s.given, 0o600); err != nil {
+			return exitcode.Failuref("write the file to edit: %w", err)
+		}
+		if err := o.Editor.Launch(ctx, s.file, o.In, editorOut, o.ErrOut); err != nil {
+			return fmt.Errorf("%w; nothing was written", err)
+		}
+		text, err := os.ReadFile(s.file)
+		if err != nil {
+			return exitcode.Failuref("read the edited file: %w", err)
+		}
+		body := stripComments(text)
+		switch {
+		case len(bytes.TrimSpace(body)) == 0:
+			return s.cancel("edit cancelled, the file was empty", false)
+		case s.invalid && bytes.Equal(body, stripComments(s.given)):
+			return s.cancel("edit cancelled, no valid changes were saved; your text is kept in "+s.file, true)
+		}
+		doc, edit, problems := s.check(body)
+		if problems != nil {
+			if err := s.reopen(problems, text); err != nil {
+				return err
+			}
+			continue
+		}
+		if doc.Equal(s.base) {
+			return s.cancel("edit cancelled, no changes made", false)
+		}
+		done, err := s.write(ctx, edit, text)
+		if done || err != nil {
+			return err
+		}
+	}
+}
+
+// check parses and validates the user's text and turns it into the change
+// from the version it started from; problems lists what is wrong.
+func (s *editSession) check(body []byte) (*clusterconfig.Document, clusterconfig.Edit, []string) {
+	doc, err := clusterconfig.Parse(body)
+	if err != nil {
+		return nil, nil, []string{exitcode.Message(err)}
+	}
+	edit, err := clusterconfig.NewThreeWayMerge(s.base, doc)
+	if err != nil {
+		return nil, nil, []string{exitcode.Message(err)}
+	}
+	if s.o.Write.Validate == string(engine.ValidationStrict) {
+		if report := doc.Validate(clusterconfig.ValidateOptions{KubeadmVersion: s.o.Write.KubeadmVersion}); !report.Valid() {
+			return nil, nil, report.Errors
+		}
+	}
+	return doc, edit, nil
+}
+
+// reopen gives the user's text back with the problems at the top, or, when
+// no one is at a terminal, fails with exit 3.
+func (s *editSession) reopen(problems []string, text []byte) error {
+	if !s.o.Interactive {
+		r := clusterconfig.Report{Errors: problems}
+		return exitcode.Invalidf("the edited ClusterConfiguration is invalid, nothing was written: %s", r.Summary())
+	}
+	note := []string{"The edited ClusterConfiguration is invalid; nothing was written. Fix it, or",
+		"save it unchanged to cancel:"}
+	for _, p := range problems {
+		note = append(note, "- "+p)
+	}
+	s.given = append(s.header(note), userText(text)...)
+	s.invalid = true
+	return nil
+}
+
+// write merges the user's change into the live document through the engine.
+// done is false when the editor must open again.
+func (s *editSession) write(ctx context.Context, edit clusterconfig.Edit, text []byte) (done bool, err error) {
+	o := s.o
+	res, err := o.engine.UpdateDocument(ctx, edit)
+	var conflict *clusterconfig.MergeConflictError
+	switch {
+	case errors.As(err, &conflict) && res.Old != nil:
+		liveRV := res.Old.ResourceVersion
+		if !o.Interactive {
+			return true, exitcode.Conflictf("%s changed on the server while the editor was open (resourceVersion %s -> %s), and %w; nothing was written",
+				o.engine.Target().Name, s.rv, liveRV, conflict)
+		}
+		live, perr := clusterconfig.Parse(res.Before)
+		if perr != nil {
+			return true, exitcode.Invalidf("the live ClusterConfiguration cannot be edited: %w", perr)
+		}
+		merged, merr := conflict.Merged.Marshal()
+		if merr != nil {
+			return true, exitcode.Invalidf("the merged document cannot be written as YAML: %w", merr)
+		}
+		note := []string{
+			fmt.Sprintf("%s changed on the server while the editor was open, and the", o.engine.Target().Name),
+			"same fields were changed on both sides; nothing was written. Below is",
+			fmt.Sprintf("the live version (resourceVersion %s) with your other changes applied.", liveRV),
+			"Saved as it is, it is written; emptied, the edit is cancelled.",
+			"These fields keep the live value; set yours again to overwrite it:",
+		}
+		for _, c := range conflict.Conflicts {
+			note = append(note, "- "+c.String())
+		}
+		s.base, s.rv, s.invalid = live, liveRV, false
+		s.given = append(s.header(note), merged...)
+		return false, nil
+	case exitcode.FromError(err) == exitcode.Invalid && o.Interactive:
+		// The merged result is invalid, or too large.
+		return false, s.reopen([]string{exitcode.Message(err)}, text)
+	case err != nil:
+		return true, err
+	}
+	t := o.engine.Target()
+	out := &Result{WriteResult: cmdutil.NewWriteResult(t, res, "edited", o.Write.Diff, "edited/"+t.Key)}
+	if res.Skipped || res.DryRun != engine.DryRunNone {
+		out.KeptFile = s.file
+		fmt.Fprintf(o.ErrOut, "nothing was written; your text is kept in %s\n", s.file)
+	} else {
+		_ = os.Remove(s.file) // written or cancelled: nothing to keep
+	}
+	return true, cmdutil.PrintWrite(o.IOStreams, o.Print, out.WriteResult, out)
+}
+
+// cancel reports a cancelled edit; keep leaves the file in place.
+func (s *editSession) cancel(summary string, keep bool) error {
+	out := &Result{
+		WriteResult: &cmdutil.WriteResult{ConfigMap: s.o.engine.Target().Namespace + "/" + s.o.engine.Target().Name,
+			DryRun: s.o.Write.DryRun, OldResourceVersion: s.rv, Warnings: []string{}, Summary: summary},
+		Cancelled: true,
+	}
+	if keep {
+		out.KeptFile = s.file
+	} else {
+		_ = os.Remove(s.file) // written or cancelled: nothing to keep
+	}
+	return cmdutil.PrintWrite(s.o.IOStreams, s.o.Print, out.WriteResult, out)
+}
