@@ -18,6 +18,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/edit"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/get"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/patch"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/restore"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/validate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/version"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
@@ -66,7 +67,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		edit.NewCmdEdit(flags, streams),
 		validate.NewCmdValidate(flags, streams),
 		NewCmdBackup(flags, streams),
-		NewCmdRestore(flags, streams),
+		restore.NewCmdRestore(flags, streams),
 		NewCmdReconfigure(flags, streams),
 		version.NewCmdVersion(streams),
 	)

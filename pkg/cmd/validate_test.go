@@ -7,7 +7,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/cmdtest"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 )
 
@@ -43,33 +42,6 @@ func TestBackupValidate(t *testing.T) {
 		{"verify both", verify(true, "a"), "give backup names or --all, not both or neither"},
 		{"verify kubeadm-version", badVersion, `--kubeadm-version: want a version such as v1.37.2, not "1"`},
 		{"prune keep", prune, "--keep must be at least 1, not -1"},
-	})
-}
-
-func TestRestoreValidate(t *testing.T) {
-	r := func(mutate func(o *RestoreOptions)) *RestoreOptions {
-		o := NewRestoreOptions(cmdutil.NewClusterFlags(), streams)
-		o.Latest = true
-		mutate(o)
-		return o
-	}
-	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
-		{"latest", r(func(*RestoreOptions) {}), ""},
-		{"both", r(func(o *RestoreOptions) { o.Name = "x" }), "give a backup name or --latest, not both or neither"},
-		{"neither", r(func(o *RestoreOptions) { o.Latest = false }), "give a backup name or --latest, not both or neither"},
-		{"node flags without a file", r(func(o *RestoreOptions) { o.nodeFlags = true }),
-			"--node-name, --advertise-address and --bind-port only go with --to-file: per-node values never go into the shared ConfigMap"},
-		{"node name", r(func(o *RestoreOptions) { o.ToFile, o.nodeFlags, o.Node.Name = "f", true, "Node_1" }),
-			`--node-name "Node_1": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
-		{"address", r(func(o *RestoreOptions) { o.ToFile, o.nodeFlags, o.Node.AdvertiseAddress = "f", true, "node-1" }),
-			`--advertise-address must be an IP address, not "node-1"`},
-		{"port", r(func(o *RestoreOptions) { o.ToFile, o.nodeFlags, o.bindPortSet, o.Node.BindPort = "f", true, true, 0 }),
-			"--bind-port must be between 1 and 65535, not 0"},
-		{"to file with node", r(func(o *RestoreOptions) {
-			o.ToFile, o.nodeFlags, o.bindPortSet = "f", true, true
-			o.Node = clusterconfig.NodeConfig{Name: "controller-0", AdvertiseAddress: "192.0.2.10", BindPort: 6443}
-		}), ""},
-		{"write flags", r(func(o *RestoreOptions) { o.Write.DryRun = "x" }), `--dry-run must be one of none, client, server, not "x"`},
 	})
 }
 

@@ -1,4 +1,7 @@
-package cmd
+// Package restore puts a backup back: into the cluster through pkg/engine's
+// compare-and-swap write, or into a kubeadm config file built by
+// pkg/clusterconfig. Backups are read, verified and taken with pkg/backup.
+package restore
 
 import (
 	"context"
@@ -45,8 +48,8 @@ const restoreExample = `  # Restore the newest backup, showing the diff first
   # Write a kubeadm config file for regenerating this node's static pods
   kubectl kubeadmcfg restore --latest --to-file ./kubeadm.yaml --node-name controller-0 --advertise-address 192.0.2.10`
 
-// RestoreOptions restores a backup.
-type RestoreOptions struct {
+// Options restores a backup.
+type Options struct {
 	Cluster *cmdutil.ClusterFlags
 	Write   *cmdutil.WriteFlags
 	Backup  *cmdutil.BackupFlags
@@ -64,21 +67,21 @@ type RestoreOptions struct {
 	genericiooptions.IOStreams
 }
 
-// RestoreResult is what restore prints with -o.
-type RestoreResult struct {
+// Result is what restore prints with -o.
+type Result struct {
 	*cmdutil.WriteResult `json:",inline"`
 	Restored             string `json:"restored"`
 	ToFile               string `json:"toFile,omitempty"`
 }
 
-// NewRestoreOptions returns options with defaults.
-func NewRestoreOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *RestoreOptions {
-	return &RestoreOptions{Cluster: cluster, Write: cmdutil.NewWriteFlags(), Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(), IOStreams: streams}
+// NewOptions returns options with defaults.
+func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
+	return &Options{Cluster: cluster, Write: cmdutil.NewWriteFlags(), Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(), IOStreams: streams}
 }
 
 // NewCmdRestore builds the restore command.
 func NewCmdRestore(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := NewRestoreOptions(cluster, streams)
+	o := NewOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:     "restore (NAME | --latest)",
 		Short:   "Restore a backup to the cluster or to a kubeadm config file",
@@ -100,7 +103,7 @@ func NewCmdRestore(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStr
 }
 
 // AddFlags binds the options' flags.
-func (o *RestoreOptions) AddFlags(cmd *cobra.Command) {
+func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.BoolVar(&o.Latest, "latest", o.Latest, "Restore the newest backup of this ConfigMap")
 	fs.BoolVar(&o.Force, "force", o.Force, "Restore even a backup of another ConfigMap uid or kubernetesVersion")
@@ -117,7 +120,7 @@ func (o *RestoreOptions) AddFlags(cmd *cobra.Command) {
 
 // Complete reads the argument and, unless writing a file, builds the write
 // pipeline.
-func (o *RestoreOptions) Complete(cmd *cobra.Command, args []string) error {
+func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		o.Name = args[0]
 	}
@@ -138,7 +141,7 @@ func (o *RestoreOptions) Complete(cmd *cobra.Command, args []string) error {
 }
 
 // Validate checks the arguments and flags without I/O.
-func (o *RestoreOptions) Validate() error {
+func (o *Options) Validate() error {
 	if o.Latest == (o.Name != "") {
 		return exitcode.Usagef("give a backup name or --latest, not both or neither")
 	}
@@ -155,10 +158,10 @@ func (o *RestoreOptions) Validate() error {
 }
 
 // Budget bounds the whole command by --timeout.
-func (o *RestoreOptions) Budget() time.Duration { return o.Write.Timeout }
+func (o *Options) Budget() time.Duration { return o.Write.Timeout }
 
 // Run verifies the backup and restores it.
-func (o *RestoreOptions) Run(ctx context.Context) error {
+func (o *Options) Run(ctx context.Context) error {
 	b, err := o.read(ctx)
 	if err != nil {
 		return err
@@ -178,7 +181,7 @@ func (o *RestoreOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	out := &RestoreResult{
+	out := &Result{
 		WriteResult: cmdutil.NewWriteResult(o.engine.Target(), res, "restored from "+b.Name, true, "backup/"+b.Name),
 		Restored:    b.Name,
 	}
@@ -189,7 +192,7 @@ func (o *RestoreOptions) Run(ctx context.Context) error {
 // (by its uid: never another cluster's). With --to-file there is no cluster
 // to ask, and the newest of the ConfigMap's name is taken only when all its
 // backups are of one uid.
-func (o *RestoreOptions) read(ctx context.Context) (*backup.Backup, error) {
+func (o *Options) read(ctx context.Context) (*backup.Backup, error) {
 	store := o.Backup.Store()
 	if !o.Latest {
 		return store.Read(o.Name)
@@ -212,7 +215,7 @@ func (o *RestoreOptions) read(ctx context.Context) (*backup.Backup, error) {
 
 // toFile writes the backup as a kubeadm config file, with an
 // InitConfiguration for this node when node values were given.
-func (o *RestoreOptions) toFile(b *backup.Backup) error {
+func (o *Options) toFile(b *backup.Backup) error {
 	data, err := clusterconfig.ConfigFile(b.Document, b.APIVersion, o.Node)
 	if err != nil {
 		return err
@@ -225,7 +228,7 @@ func (o *RestoreOptions) toFile(b *backup.Backup) error {
 	if err := backup.WriteFile(o.ToFile, data); err != nil {
 		return err
 	}
-	out := &RestoreResult{WriteResult: &cmdutil.WriteResult{DryRun: "none", Warnings: []string{},
+	out := &Result{WriteResult: &cmdutil.WriteResult{DryRun: "none", Warnings: []string{},
 		Summary: fmt.Sprintf("wrote %s from backup %s", o.ToFile, b.Name)}, Restored: b.Name, ToFile: o.ToFile}
 	return cmdutil.PrintWrite(o.IOStreams, o.Print, out.WriteResult, out)
 }
