@@ -19,6 +19,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/get"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/patch"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/restore"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/upgrade"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/validate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/version"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
@@ -71,7 +72,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdReconfigure(flags, streams),
 		version.NewCmdVersion(streams),
 	)
-	root.AddCommand(NewCmdUpgrade(flags, streams)...)
+	root.AddCommand(upgrade.NewCmdUpgrade(flags, streams)...)
 	registerFlagCompletions(root)
 	return root
 }

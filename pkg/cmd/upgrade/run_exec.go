@@ -1,4 +1,4 @@
-package cmd
+package upgrade
 
 import (
 	"crypto/rand"
@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
+	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
 // Running the step's command: signals passed on, output kept, the outcome
@@ -35,7 +35,7 @@ type runOutcome struct {
 
 // execute runs the command in its own process group, passes on signals,
 // enforces --run-timeout, and keeps the last lines of its output.
-func (o *UpgradeRunOptions) execute(sigs <-chan os.Signal) *runOutcome {
+func (o *RunOptions) execute(sigs <-chan os.Signal) *runOutcome {
 	out := &runOutcome{}
 	select {
 	case sig := <-sigs: // interrupted between the first write and the start
@@ -135,7 +135,7 @@ func (out *runOutcome) reason(command []string) string {
 	if out.tail != "" {
 		r += "; last output: " + out.tail
 	}
-	return upgrade.BoundReason(r)
+	return upgradestate.BoundReason(r)
 }
 
 func signalNumber(sig os.Signal) int {

@@ -1,4 +1,4 @@
-package cmd
+package upgrade
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
+	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
-func joinStates(states []upgrade.State) string {
+func joinStates(states []upgradestate.State) string {
 	s := make([]string, len(states))
 	for i, st := range states {
 		s[i] = string(st)
@@ -26,15 +26,15 @@ func joinStates(states []upgrade.State) string {
 	return strings.Join(s, ", ")
 }
 
-// UpgradeStatusOptions shows the upgrade state.
-type UpgradeStatusOptions struct {
-	*UpgradeFlags
+// StatusOptions shows the upgrade state.
+type StatusOptions struct {
+	*Flags
 	Watch bool
 }
 
 // NewCmdUpgradeStatus builds upgrade-status.
 func NewCmdUpgradeStatus(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UpgradeStatusOptions{UpgradeFlags: NewUpgradeFlags(cluster, streams)}
+	o := &StatusOptions{Flags: NewFlags(cluster, streams)}
 	cmd := &cobra.Command{
 		Use:   "upgrade-status",
 		Short: "Show the upgrade state",
@@ -58,13 +58,13 @@ Exit 5 when no upgrade is recorded.`,
 }
 
 // Complete builds the client.
-func (o *UpgradeStatusOptions) Complete(*cobra.Command, []string) error { return o.complete() }
+func (o *StatusOptions) Complete(*cobra.Command, []string) error { return o.complete() }
 
 // Validate checks the flags.
-func (o *UpgradeStatusOptions) Validate() error { return o.validate() }
+func (o *StatusOptions) Validate() error { return o.validate() }
 
 // Run prints the state, and with --watch every change after it.
-func (o *UpgradeStatusOptions) Run(ctx context.Context) error {
+func (o *StatusOptions) Run(ctx context.Context) error {
 	cm, err := o.engine.Get(ctx) // bounded by --timeout
 	if err != nil {
 		return o.explain(err)
@@ -81,13 +81,13 @@ func (o *UpgradeStatusOptions) Run(ctx context.Context) error {
 	})
 }
 
-func (o *UpgradeStatusOptions) printStatus(cm *corev1.ConfigMap) error {
-	rec, ok, err := upgrade.FromConfigMap(cm)
+func (o *StatusOptions) printStatus(cm *corev1.ConfigMap) error {
+	rec, ok, err := upgradestate.FromConfigMap(cm)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return o.explain(upgrade.ErrNoUpgrade)
+		return o.explain(upgradestate.ErrNoUpgrade)
 	}
 	if !o.Print.Human() {
 		return o.Print.Print(o.Out, rec.Status())

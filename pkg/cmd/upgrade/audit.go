@@ -1,4 +1,4 @@
-package cmd
+package upgrade
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
+	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
-// UpgradeAuditOptions fails an upgrade stuck in a step.
-type UpgradeAuditOptions struct {
-	*UpgradeFlags
+// AuditOptions fails an upgrade stuck in a step.
+type AuditOptions struct {
+	*Flags
 	StuckAfter time.Duration
 	StaleAfter time.Duration
 	Interval   time.Duration
@@ -26,7 +26,7 @@ type UpgradeAuditOptions struct {
 
 // NewCmdUpgradeAudit builds upgrade-audit.
 func NewCmdUpgradeAudit(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UpgradeAuditOptions{UpgradeFlags: NewUpgradeFlags(cluster, streams), StuckAfter: time.Hour, StaleAfter: 2 * time.Minute}
+	o := &AuditOptions{Flags: NewFlags(cluster, streams), StuckAfter: time.Hour, StaleAfter: 2 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "upgrade-audit [--stale-after DURATION] [--stuck-after DURATION] [--interval DURATION]",
 		Short: "Fail a step whose runner died, or that is stuck for too long",
@@ -70,7 +70,7 @@ as a CronJob.`,
 }
 
 // Complete builds the pipeline.
-func (o *UpgradeAuditOptions) Complete(*cobra.Command, []string) error {
+func (o *AuditOptions) Complete(*cobra.Command, []string) error {
 	if err := o.complete(); err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (o *UpgradeAuditOptions) Complete(*cobra.Command, []string) error {
 }
 
 // Validate checks the durations and flags.
-func (o *UpgradeAuditOptions) Validate() error {
+func (o *AuditOptions) Validate() error {
 	if o.StuckAfter <= 0 {
 		return exitcode.Usagef("--stuck-after must be positive, not %s", o.StuckAfter)
 	}
@@ -93,7 +93,7 @@ func (o *UpgradeAuditOptions) Validate() error {
 }
 
 // Run audits once, or every --interval until interrupted.
-func (o *UpgradeAuditOptions) Run(ctx context.Context) error {
+func (o *AuditOptions) Run(ctx context.Context) error {
 	if o.Interval == 0 {
 		return o.pass(ctx)
 	}
@@ -110,9 +110,9 @@ func (o *UpgradeAuditOptions) Run(ctx context.Context) error {
 }
 
 // pass runs one audit; no upgrade at all is nothing to audit.
-func (o *UpgradeAuditOptions) pass(ctx context.Context) error {
+func (o *AuditOptions) pass(ctx context.Context) error {
 	silent, watchErr := o.silentRunners(ctx)
-	err := o.write(ctx, upgrade.Existing(func(rec *upgrade.Record) (bool, error) {
+	err := o.write(ctx, upgradestate.Existing(func(rec *upgradestate.Record) (bool, error) {
 		return rec.Audit(o.clock(), o.StuckAfter, silent)
 	}))
 	if exitcode.FromError(err) == exitcode.NotFound {
@@ -132,16 +132,16 @@ func (o *UpgradeAuditOptions) pass(ctx context.Context) error {
 // the runner's interval, if longer), with how long. One pass watches until
 // every runner is judged; with --interval, what earlier passes saw counts
 // and a pass only looks once.
-func (o *UpgradeAuditOptions) silentRunners(ctx context.Context) (map[string]time.Duration, error) {
+func (o *AuditOptions) silentRunners(ctx context.Context) (map[string]time.Duration, error) {
 	cm, err := o.engine.Get(ctx) // bounded by --timeout
 	if err != nil {
 		return nil, nil // the write reports it
 	}
-	rec, ok, err := upgrade.FromConfigMap(cm)
+	rec, ok, err := upgradestate.FromConfigMap(cm)
 	if err != nil || !ok {
 		return nil, nil
 	}
-	runners := map[string]upgrade.Runner{}
+	runners := map[string]upgradestate.Runner{}
 	var leases []string
 	for _, rn := range rec.Runners {
 		if rn.Lease != "" {
@@ -152,7 +152,7 @@ func (o *UpgradeAuditOptions) silentRunners(ctx context.Context) (map[string]tim
 	if len(runners) == 0 {
 		return nil, nil
 	}
-	limit := func(rn upgrade.Runner) time.Duration {
+	limit := func(rn upgradestate.Runner) time.Duration {
 		interval, _ := time.ParseDuration(rn.Interval)
 		return max(o.StaleAfter, 2*interval)
 	}

@@ -1,4 +1,4 @@
-package cmd
+package upgrade
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
+	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
 // The runner's own exit codes, as GNU timeout and the shells use them.
@@ -28,9 +28,9 @@ const (
 	defaultRunTimeout = 0
 )
 
-// UpgradeRunOptions runs the command of a step and records its outcome.
-type UpgradeRunOptions struct {
-	*UpgradeFlags
+// RunOptions runs the command of a step and records its outcome.
+type RunOptions struct {
+	*Flags
 	Step, Host, Expect string
 	Command            []string
 	RunTimeout         time.Duration
@@ -39,7 +39,7 @@ type UpgradeRunOptions struct {
 
 // NewCmdUpgradeRun builds upgrade-run.
 func NewCmdUpgradeRun(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UpgradeRunOptions{UpgradeFlags: NewUpgradeFlags(cluster, streams), RunTimeout: defaultRunTimeout, HeartbeatInterval: 5 * time.Second}
+	o := &RunOptions{Flags: NewFlags(cluster, streams), RunTimeout: defaultRunTimeout, HeartbeatInterval: 5 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "upgrade-run STEP [--host NODE] [--expect STATE] -- COMMAND [ARGS...]",
 		Short: "Run a step's command and record its outcome",
@@ -86,7 +86,7 @@ and nothing runs. --timeout bounds each state write, --run-timeout COMMAND.`,
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveDefault
 			}
-			return completeStates(o.UpgradeFlags)(c, args, s)
+			return completeStates(o.Flags)(c, args, s)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmdutil.Run(cmd.Context(), o, cmd, args)
@@ -102,21 +102,21 @@ and nothing runs. --timeout bounds each state write, --run-timeout COMMAND.`,
 }
 
 // Complete reads the step and the command and builds the pipeline.
-func (o *UpgradeRunOptions) Complete(_ *cobra.Command, args []string) error {
+func (o *RunOptions) Complete(_ *cobra.Command, args []string) error {
 	o.Step, o.Command = args[0], args[1:]
 	return o.complete()
 }
 
 // Validate checks the names and durations.
-func (o *UpgradeRunOptions) Validate() error {
-	if err := upgrade.CheckStateName(o.Step); err != nil {
+func (o *RunOptions) Validate() error {
+	if err := upgradestate.CheckStateName(o.Step); err != nil {
 		return exitcode.Usagef("STEP: %w", err)
 	}
-	if o.Expect != "" && upgrade.CheckStateName(o.Expect) != nil {
-		return exitcode.Usagef("--expect: %w", upgrade.CheckStateName(o.Expect))
+	if o.Expect != "" && upgradestate.CheckStateName(o.Expect) != nil {
+		return exitcode.Usagef("--expect: %w", upgradestate.CheckStateName(o.Expect))
 	}
-	if o.Host != "" && upgrade.CheckNodeName(o.Host) != nil {
-		return exitcode.Usagef("--host: %w", upgrade.CheckNodeName(o.Host))
+	if o.Host != "" && upgradestate.CheckNodeName(o.Host) != nil {
+		return exitcode.Usagef("--host: %w", upgradestate.CheckNodeName(o.Host))
 	}
 	if len(o.Command) == 0 || o.Command[0] == "" {
 		return exitcode.Usagef("COMMAND must not be empty")
@@ -145,14 +145,14 @@ type RunResult struct {
 	Duration string `json:"duration"`
 	// Recorded is the state (or host status) recorded at the end, "" when
 	// the outcome could not be recorded (RecordError says why).
-	Recorded    string          `json:"recorded,omitempty"`
-	RecordError string          `json:"recordError,omitempty"`
-	Upgrade     *upgrade.Status `json:"upgrade,omitempty"`
+	Recorded    string               `json:"recorded,omitempty"`
+	RecordError string               `json:"recordError,omitempty"`
+	Upgrade     *upgradestate.Status `json:"upgrade,omitempty"`
 }
 
 // Run moves the upgrade into the step, runs the command with a heartbeat,
 // and records the outcome.
-func (o *UpgradeRunOptions) Run(ctx context.Context) error {
+func (o *RunOptions) Run(ctx context.Context) error {
 	// From here SIGINT and SIGTERM are passed on to the command. They also
 	// cancel ctx, which only the first write uses: the outcome is recorded
 	// with a fresh --timeout whatever happens to the runner.
@@ -162,10 +162,10 @@ func (o *UpgradeRunOptions) Run(ctx context.Context) error {
 
 	id := runID(o.Retry.Identity)
 	res := &RunResult{Step: o.Step, Host: o.Host, RunID: id, Command: o.Command}
-	var runner upgrade.Runner
-	change, _, err := o.apply(ctx, upgrade.Existing(func(rec *upgrade.Record) (bool, error) {
+	var runner upgradestate.Runner
+	change, _, err := o.apply(ctx, upgradestate.Existing(func(rec *upgradestate.Record) (bool, error) {
 		var err error
-		runner, err = rec.BeginRun(o.clock(), upgrade.Run{ID: id, Step: o.Step, Host: o.Host, Expect: o.Expect,
+		runner, err = rec.BeginRun(o.clock(), upgradestate.Run{ID: id, Step: o.Step, Host: o.Host, Expect: o.Expect,
 			Command: commandLine(o.Command), Interval: o.HeartbeatInterval, Leases: o.engine.HeartbeatNames()})
 		return err == nil, err
 	}))
@@ -184,7 +184,7 @@ func (o *UpgradeRunOptions) Run(ctx context.Context) error {
 
 	// The heartbeat goes on until the outcome is recorded, so that no
 	// auditor takes the runner for dead while it writes.
-	end, _, recErr := o.apply(context.Background(), upgrade.Existing(func(rec *upgrade.Record) (bool, error) {
+	end, _, recErr := o.apply(context.Background(), upgradestate.Existing(func(rec *upgradestate.Record) (bool, error) {
 		return rec.EndRun(o.clock(), id, out.code == 0, out.reason(o.Command))
 	}))
 	if heartbeat != nil {
@@ -213,7 +213,7 @@ func (o *UpgradeRunOptions) Run(ctx context.Context) error {
 }
 
 // exit maps the outcome to the runner's error and exit code.
-func (o *UpgradeRunOptions) exit(out *runOutcome, res *RunResult, recErr error) error {
+func (o *RunOptions) exit(out *runOutcome, res *RunResult, recErr error) error {
 	what := o.Step
 	if o.Host != "" {
 		what = "host " + o.Host + ": " + o.Step
@@ -230,13 +230,13 @@ func (o *UpgradeRunOptions) exit(out *runOutcome, res *RunResult, recErr error) 
 }
 
 // progress reports on ErrOut: standard output belongs to the command.
-func (o *UpgradeRunOptions) progress(format string, a ...any) {
+func (o *RunOptions) progress(format string, a ...any) {
 	if o.Print.Human() {
 		fmt.Fprintf(o.ErrOut, format+"\n", a...)
 	}
 }
 
-func (o *UpgradeRunOptions) movedFrom(c upgrade.Change, verb string) string {
+func (o *RunOptions) movedFrom(c upgradestate.Change, verb string) string {
 	if o.Host == "" {
 		if c.Before == c.After.State {
 			return fmt.Sprintf("upgrade state: %s (%s)", c.After.State, verb)
@@ -249,7 +249,7 @@ func (o *UpgradeRunOptions) movedFrom(c upgrade.Change, verb string) string {
 // startHeartbeat takes the run's Lease. Without it (no rights on Leases,
 // say) the step is recorded as having no heartbeat, so that no auditor
 // fails it for one: it is then audited by age, as a step set by hand.
-func (o *UpgradeRunOptions) startHeartbeat(lease, id string) *engine.Heartbeat {
+func (o *RunOptions) startHeartbeat(lease, id string) *engine.Heartbeat {
 	ctx, cancel := context.WithTimeout(context.Background(), o.Retry.Timeout)
 	defer cancel()
 	hb, err := o.engine.StartHeartbeat(ctx, lease, id, o.HeartbeatInterval, cmdutil.LocalNow)
@@ -257,7 +257,7 @@ func (o *UpgradeRunOptions) startHeartbeat(lease, id string) *engine.Heartbeat {
 		return hb
 	}
 	fmt.Fprintf(o.ErrOut, "warning: no heartbeat (%s); the step is audited by upgrade-audit --stuck-after instead\n", exitcode.Message(err))
-	if _, _, err := o.apply(context.Background(), upgrade.Existing(func(rec *upgrade.Record) (bool, error) {
+	if _, _, err := o.apply(context.Background(), upgradestate.Existing(func(rec *upgradestate.Record) (bool, error) {
 		return rec.DropHeartbeat(id)
 	})); err != nil {
 		fmt.Fprintf(o.ErrOut, "warning: could not record that the step has no heartbeat: %s\n", exitcode.Message(err))

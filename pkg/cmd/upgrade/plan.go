@@ -1,4 +1,4 @@
-package cmd
+package upgrade
 
 import (
 	"context"
@@ -13,24 +13,24 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
+	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
 // loadPlan reads and checks a plan: a built-in plan's name, or else a plan
 // file ("-" for stdin). A file that is not a good plan exits 3 (a template
 // is checked as if expanded for two nodes); one that cannot be read, 2.
-func loadPlan(ref string, stdin io.Reader) (*upgrade.Plan, error) {
-	if slices.Contains(upgrade.BuiltinPlans(), ref) {
-		return upgrade.Builtin(ref)
+func loadPlan(ref string, stdin io.Reader) (*upgradestate.Plan, error) {
+	if slices.Contains(upgradestate.BuiltinPlans(), ref) {
+		return upgradestate.Builtin(ref)
 	}
 	if ref == "" {
-		return nil, exitcode.Usagef("--plan must name a built-in plan (%s) or a file", strings.Join(upgrade.BuiltinPlans(), ", "))
+		return nil, exitcode.Usagef("--plan must name a built-in plan (%s) or a file", strings.Join(upgradestate.BuiltinPlans(), ", "))
 	}
 	data, err := cmdutil.ReadInput(ref, "the plan file", stdin)
 	if err != nil {
-		return nil, exitcode.WithHint(err, "built-in plans: "+strings.Join(upgrade.BuiltinPlans(), ", "))
+		return nil, exitcode.WithHint(err, "built-in plans: "+strings.Join(upgradestate.BuiltinPlans(), ", "))
 	}
-	p, err := upgrade.ParsePlan(data)
+	p, err := upgradestate.ParsePlan(data)
 	if err == nil {
 		err = p.Check()
 	}
@@ -60,20 +60,20 @@ the upgrade's state.`,
 	return cmd
 }
 
-// UpgradePlanShowOptions prints a plan.
-type UpgradePlanShowOptions struct {
-	*UpgradeFlags
+// PlanShowOptions prints a plan.
+type PlanShowOptions struct {
+	*Flags
 	// Plan is a built-in plan's name or a plan file.
 	Plan              string
 	Current           bool
 	ControlPlaneNodes []string
 
-	plan *upgrade.Plan
+	plan *upgradestate.Plan
 }
 
 // NewCmdUpgradePlanShow builds upgrade-plan show.
 func NewCmdUpgradePlanShow(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UpgradePlanShowOptions{UpgradeFlags: NewUpgradeFlags(cluster, streams)}
+	o := &PlanShowOptions{Flags: NewFlags(cluster, streams)}
 	cmd := &cobra.Command{
 		Use:   "show [NAME|FILE|--current]",
 		Short: "Print a plan",
@@ -118,7 +118,7 @@ takes more than 64 KiB stored.`,
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			return upgrade.BuiltinPlans(), cobra.ShellCompDirectiveDefault
+			return upgradestate.BuiltinPlans(), cobra.ShellCompDirectiveDefault
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmdutil.Run(cmd.Context(), o, cmd, args)
@@ -132,7 +132,7 @@ takes more than 64 KiB stored.`,
 }
 
 // Complete reads the plan, or builds the client for --current.
-func (o *UpgradePlanShowOptions) Complete(cmd *cobra.Command, args []string) error {
+func (o *PlanShowOptions) Complete(cmd *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		o.Plan = args[0]
 	}
@@ -143,7 +143,7 @@ func (o *UpgradePlanShowOptions) Complete(cmd *cobra.Command, args []string) err
 		return o.complete()
 	}
 	if o.Plan == "" {
-		o.Plan = upgrade.DefaultPlan
+		o.Plan = upgradestate.DefaultPlan
 	}
 	if err := o.Print.Complete(); err != nil {
 		return err
@@ -162,15 +162,15 @@ func (o *UpgradePlanShowOptions) Complete(cmd *cobra.Command, args []string) err
 }
 
 // Budget bounds the whole command by --timeout.
-func (o *UpgradePlanShowOptions) Budget() time.Duration { return o.Retry.Timeout }
+func (o *PlanShowOptions) Budget() time.Duration { return o.Retry.Timeout }
 
 // Validate checks the flags.
-func (o *UpgradePlanShowOptions) Validate() error {
+func (o *PlanShowOptions) Validate() error {
 	if o.Current && len(o.ControlPlaneNodes) > 0 {
 		return exitcode.Usagef("--control-plane-nodes expands a plan that is not yet an upgrade's, not --current")
 	}
 	for _, n := range o.ControlPlaneNodes {
-		if err := upgrade.CheckNodeName(n); err != nil {
+		if err := upgradestate.CheckNodeName(n); err != nil {
 			return exitcode.Usagef("--control-plane-nodes: %w", err)
 		}
 	}
@@ -178,19 +178,19 @@ func (o *UpgradePlanShowOptions) Validate() error {
 }
 
 // Run prints the plan.
-func (o *UpgradePlanShowOptions) Run(ctx context.Context) error {
+func (o *PlanShowOptions) Run(ctx context.Context) error {
 	p := o.plan
 	if o.Current {
 		cm, err := o.engine.Get(ctx) // bounded by --timeout
 		if err != nil {
 			return o.explain(err)
 		}
-		rec, ok, err := upgrade.FromConfigMap(cm)
+		rec, ok, err := upgradestate.FromConfigMap(cm)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return o.explain(upgrade.ErrNoUpgrade)
+			return o.explain(upgradestate.ErrNoUpgrade)
 		}
 		p = rec.PlanOf()
 	}
