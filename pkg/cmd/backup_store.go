@@ -10,9 +10,11 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
 )
 
 // The backup subcommands that work on the store alone: list, verify, prune.
@@ -253,6 +255,24 @@ func (o *BackupPruneOptions) Run(context.Context) error {
 		fmt.Fprintf(o.Out, "removed %s\n", name)
 	}
 	fmt.Fprintf(o.ErrOut, "%d backups removed\n", len(removed))
+	return nil
+}
+
+// addReconfigureInfo fills in which nodes have each backup as their last
+// known good and which manifests reconfigure kept with it.
+func addReconfigureInfo(store *backup.Store, infos []BackupInfo) error {
+	lastGood, err := reconfigure.LastKnownGoods(store)
+	if err != nil {
+		return err
+	}
+	for i := range infos {
+		infos[i].LastKnownGoodOf = lastGood[infos[i].Name]
+		if infos[i].Problems == nil {
+			if infos[i].Manifests, err = store.Manifests(infos[i].Name); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
 )
 
 const reconfigureLong = `Apply the ClusterConfiguration to this node's control-plane static Pods.
@@ -203,81 +203,31 @@ func (o *ReconfigureOptions) Validate() error {
 // dryRun reports whether the run only shows what would change.
 func (o *ReconfigureOptions) dryRun() bool { return o.DryRun == string(engine.DryRunClient) || o.Diff }
 
-// allComponents reports whether every component is reconfigured, which a
-// last known good needs: it stands for the whole control plane.
-func (o *ReconfigureOptions) allComponents() bool {
-	return len(o.components) == len(controlplane.Components())
-}
-
-// Run renders, compares, applies and reports.
+// Run renders, compares, applies and reports, with pkg/reconfigure.
 func (o *ReconfigureOptions) Run(ctx context.Context) error {
 	p := newReconfigurePrinter(o.ErrOut, o.Print.Human())
 	defer p.done()
-	if !o.dryRun() {
-		unlock, err := controlplane.Lock(o.ManifestsDir)
-		if err != nil {
-			var busy *controlplane.BusyError
-			if errors.As(err, &busy) {
-				return exitcode.New(exitcode.Conflict, err)
-			}
-			return exitcode.WithHint(exitcode.New(exitcode.Failure, err), "check --manifests-dir")
-		}
-		defer unlock()
-	}
-	src, err := o.source(ctx, p)
-	if err != nil {
+	rep, err := reconfigure.Run(ctx, reconfigure.Request{
+		Config: o.engine, Store: o.Backup.Store(), Keep: o.Backup.Keep, Server: o.server,
+		Source:     reconfigure.Source{Backup: o.FromBackup, LatestGood: o.LatestGood},
+		Node:       o.Node,
+		Components: o.components, ManifestsDir: o.ManifestsDir, Kubeadm: o.Kubeadm,
+		Wait: o.Wait, NoRollback: o.NoRollback, DryRun: o.dryRun(),
+		Progress: p.event,
+	})
+	err = reconfigureHint(err)
+	if err != nil && rep == nil {
 		return err
 	}
-	node, err := controlplane.Discover(o.ManifestsDir, o.Node)
+	res := o.newResult(rep)
 	if err != nil {
-		return exitcode.WithHint(exitcode.New(exitcode.Failure, err), "give --advertise-address and --bind-port")
-	}
-	file, err := clusterconfig.ConfigFile(src.document, src.apiVersion, node)
-	if err != nil {
-		return exitcode.Failuref("build this node's kubeadm config file: %w", err)
-	}
-	p.line("rendering the manifests of node %s (advertise address %s, port %d) with %s from %s",
-		node.Name, node.AdvertiseAddress, node.BindPort, o.Kubeadm, src.label)
-	rendered, err := controlplane.Renderer{Kubeadm: o.Kubeadm}.Render(ctx, file, o.components)
-	if err != nil {
-		var kerr *controlplane.KubeadmError
-		if errors.As(err, &kerr) {
-			return exitcode.New(exitcode.Failure, err)
-		}
-		return exitcode.WithHint(exitcode.New(exitcode.Failure, err), "check --kubeadm")
-	}
-	plan, err := controlplane.NewPlan(o.ManifestsDir, rendered, o.components)
-	if err != nil {
-		return exitcode.WithHint(err, "check --manifests-dir and --components")
-	}
-	res := newReconfigureResult(node.Name, src, plan)
-	if o.dryRun() {
-		res.DryRun, res.Diff = true, manifestDiff(plan)
-		return o.print(res)
-	}
-	applyOpts := controlplane.Options{Node: node.Name, Pods: o.engine, Wait: o.Wait, NoRollback: o.NoRollback, Progress: p.event}
-	if !plan.Changed() {
-		if err := o.markHealthy(ctx, src, plan, applyOpts, res); err != nil {
-			return err
-		}
-		return o.print(res)
-	}
-	applied, err := o.appliedBackup(src)
-	if err != nil {
-		return err
-	}
-	res.Backup = applied.Name
-	applyOpts.Backup = &manifestBackups{store: o.Backup.Store(), config: applied.Name, node: node.Name}
-	outcomes, applyErr := controlplane.Apply(ctx, plan, applyOpts)
-	res.setOutcomes(outcomes)
-	if applyErr != nil {
+		// The apply failed: say what was done, rolled back or not.
 		p.done()
-		res.Error, res.ExitCode = exitcode.Message(applyErr), int(exitcode.FromError(applyErr))
+		res.Error, res.ExitCode = exitcode.Message(err), int(exitcode.FromError(err))
 		if !o.Print.Human() {
 			_ = o.Print.Print(o.Out, res)
 		}
-		return applyErr
+		return err
 	}
-	o.markLastGood(applied, res)
 	return o.print(res)
 }

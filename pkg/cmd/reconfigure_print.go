@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
 )
 
 // ReconfigureResult is what reconfigure prints with -o, on success and on
@@ -47,17 +50,37 @@ type ComponentResult struct {
 	RolledBack   bool   `json:"rolledBack"`
 }
 
-func newReconfigureResult(node string, src *reconfigureSource, plan *controlplane.Plan) *ReconfigureResult {
-	res := &ReconfigureResult{Node: node, Source: src.label, Warnings: []string{}}
-	if src.backup != nil {
-		res.Backup = src.backup.Name
-	}
-	for _, ch := range plan.Changes {
+// newResult turns the run's report into what the command prints.
+func (o *ReconfigureOptions) newResult(rep *reconfigure.Report) *ReconfigureResult {
+	res := &ReconfigureResult{Node: rep.Node, Source: rep.Source, Backup: rep.Backup, DryRun: rep.DryRun,
+		LastKnownGood: rep.LastKnownGood, Warnings: []string{}}
+	for _, ch := range rep.Plan.Changes {
 		res.Components = append(res.Components, ComponentResult{
-			Name: ch.Component.PodName(), Manifest: ch.Path, Changed: ch.Changed(), MirrorPod: ch.Current.MirrorPodName(node)})
+			Name: ch.Component.PodName(), Manifest: ch.Path, Changed: ch.Changed(), MirrorPod: ch.Current.MirrorPodName(rep.Node)})
 		res.Changed = res.Changed || ch.Changed()
 	}
+	res.setOutcomes(rep.Outcomes)
+	if rep.DryRun {
+		res.Diff = manifestDiff(rep.Plan)
+	}
+	for _, w := range rep.Warnings {
+		res.Warnings = append(res.Warnings, o.warning(w))
+	}
 	return res
+}
+
+// warning words one of the run's warnings, with the flag that fixes it.
+func (o *ReconfigureOptions) warning(w error) string {
+	var partial *reconfigure.PartialError
+	var notRecorded *reconfigure.NotRecordedError
+	switch {
+	case errors.As(w, &partial):
+		// The components as the user named them.
+		return "not recorded as the last known good: only " + strings.Join(o.Components, ",") + " reconfigured"
+	case errors.As(w, &notRecorded):
+		return reconfigureHint(notRecorded).Error()
+	}
+	return exitcode.Message(w)
 }
 
 func (r *ReconfigureResult) setOutcomes(outcomes []controlplane.Outcome) {
@@ -164,8 +187,20 @@ func (p *reconfigurePrinter) done() {
 	}
 }
 
-// event prints one of Apply's events.
-func (p *reconfigurePrinter) event(e controlplane.Event) {
+// event prints one of the run's events.
+func (p *reconfigurePrinter) event(e reconfigure.Event) {
+	switch e.Kind {
+	case reconfigure.EventWarning:
+		p.warn("%s", e.Message)
+	case reconfigure.EventRendering:
+		p.line("%s", e.Message)
+	case reconfigure.EventComponent:
+		p.component(e.Component)
+	}
+}
+
+// component prints one of Apply's events.
+func (p *reconfigurePrinter) component(e controlplane.Event) {
 	if !p.on {
 		return
 	}
