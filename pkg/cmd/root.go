@@ -14,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/edit"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/get"
@@ -67,7 +68,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		patch.NewCmdPatch(flags, streams),
 		edit.NewCmdEdit(flags, streams),
 		validate.NewCmdValidate(flags, streams),
-		NewCmdBackup(flags, streams),
+		backup.NewCmdBackup(flags, streams),
 		restore.NewCmdRestore(flags, streams),
 		NewCmdReconfigure(flags, streams),
 		version.NewCmdVersion(streams),

@@ -14,36 +14,6 @@ import (
 
 var streams = genericiooptions.NewTestIOStreamsDiscard()
 
-func TestBackupValidate(t *testing.T) {
-	b := func(mutate func(o *BackupOptions)) *BackupOptions {
-		o := NewBackupOptions(cmdutil.NewClusterFlags(), streams)
-		mutate(o)
-		return o
-	}
-	verify := func(all bool, names ...string) *BackupVerifyOptions {
-		o := NewBackupVerifyOptions(streams)
-		o.All, o.Names = all, names
-		return o
-	}
-	prune := NewBackupPruneOptions(streams)
-	prune.Backup.Keep = -1
-	badVersion := verify(true)
-	badVersion.KubeadmVersion = "1"
-	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
-		{"backup valid", b(func(*BackupOptions) {}), ""},
-		{"backup keep", b(func(o *BackupOptions) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
-		{"backup key", b(func(o *BackupOptions) { o.Key = "" }), "--key must not be empty"},
-		{"backup timeout", b(func(o *BackupOptions) { o.Timeout = 0 }), "--timeout must be positive, not 0s"},
-		{"list", NewBackupListOptions(streams), ""},
-		{"verify all", verify(true), ""},
-		{"verify names", verify(false, "a"), ""},
-		{"verify neither", verify(false), "give backup names or --all, not both or neither"},
-		{"verify both", verify(true, "a"), "give backup names or --all, not both or neither"},
-		{"verify kubeadm-version", badVersion, `--kubeadm-version: want a version such as v1.37.2, not "1"`},
-		{"prune keep", prune, "--keep must be at least 1, not -1"},
-	})
-}
-
 func TestReconfigureValidate(t *testing.T) {
 	r := func(mutate func(o *ReconfigureOptions)) *ReconfigureOptions {
 		o := NewReconfigureOptions(cmdutil.NewClusterFlags(), streams)

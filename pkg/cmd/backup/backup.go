@@ -1,4 +1,9 @@
-package cmd
+// Package backup is the backup family: backup saves the live
+// ClusterConfiguration to a file; backup list, verify and prune work on the
+// files. The files are pkg/backup's (imported as backupstore), the live
+// document is read through pkg/engine, and list shows which backups are a
+// node's last known good with pkg/reconfigure.
+package backup
 
 import (
 	"context"
@@ -9,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
+	backupstore "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -39,38 +44,8 @@ const backupExample = `  # Back up the live document and print the file's path
   # Keep only the 10 newest backups
   kubectl kubeadmcfg backup prune --keep 10`
 
-// BackupInfo is one backup as list, backup and verify print it with -o.
-type BackupInfo struct {
-	Name              string    `json:"name"`
-	Path              string    `json:"path"`
-	Time              time.Time `json:"time"`
-	Server            string    `json:"server"`
-	ConfigMap         string    `json:"configMap"`
-	UID               string    `json:"uid"`
-	ResourceVersion   string    `json:"resourceVersion"`
-	KubernetesVersion string    `json:"kubernetesVersion"`
-	APIVersion        string    `json:"apiVersion"`
-	Size              int64     `json:"size"`
-	SHA256            string    `json:"sha256"`
-	ChecksumOK        bool      `json:"checksumOK"`
-	Reason            string    `json:"reason"`
-	Problems          []string  `json:"problems,omitempty"`
-	// LastKnownGoodOf are the nodes whose last known good this is
-	// (reconfigure), and Manifests the manifests its run replaced.
-	LastKnownGoodOf []string `json:"lastKnownGoodOf,omitempty"`
-	Manifests       []string `json:"manifests,omitempty"`
-}
-
-func newBackupInfo(b *backup.Backup, problems []string) BackupInfo {
-	return BackupInfo{
-		Name: b.Name, Path: b.Path, Time: b.Time, Server: b.Server, ConfigMap: b.Namespace + "/" + b.ConfigMap, UID: b.UID,
-		ResourceVersion: b.ResourceVersion, KubernetesVersion: b.KubernetesVersion, APIVersion: b.APIVersion,
-		Size: b.Size, SHA256: b.SHA256, ChecksumOK: b.ChecksumOK(), Reason: b.Reason, Problems: problems,
-	}
-}
-
-// BackupOptions backs up the live document.
-type BackupOptions struct {
+// Options backs up the live document.
+type Options struct {
 	Timeout time.Duration
 	Cluster *cmdutil.ClusterFlags
 	Backup  *cmdutil.BackupFlags
@@ -82,16 +57,16 @@ type BackupOptions struct {
 	genericiooptions.IOStreams
 }
 
-// NewBackupOptions returns options with defaults.
-func NewBackupOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *BackupOptions {
-	return &BackupOptions{Cluster: cluster, Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(), Key: engine.DefaultKey,
+// NewOptions returns options with defaults.
+func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
+	return &Options{Cluster: cluster, Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(), Key: engine.DefaultKey,
 		Timeout: engine.DefaultTimeout, IOStreams: streams}
 }
 
 // NewCmdBackup builds the backup command and its list, verify and prune
 // subcommands.
 func NewCmdBackup(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := NewBackupOptions(cluster, streams)
+	o := NewOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:     "backup",
 		Short:   "Back up the ClusterConfiguration to a file; list, verify and prune backups",
@@ -108,7 +83,7 @@ func NewCmdBackup(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStre
 }
 
 // AddFlags binds the options' flags.
-func (o *BackupOptions) AddFlags(cmd *cobra.Command) {
+func (o *Options) AddFlags(cmd *cobra.Command) {
 	o.Backup.AddFlags(cmd, false)
 	o.Print.AddFlags(cmd)
 	cmd.Flags().StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
@@ -116,7 +91,7 @@ func (o *BackupOptions) AddFlags(cmd *cobra.Command) {
 }
 
 // Complete builds the printer and the client.
-func (o *BackupOptions) Complete(_ *cobra.Command, _ []string) error {
+func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 	if err := o.Print.Complete(); err != nil {
 		return err
 	}
@@ -129,7 +104,7 @@ func (o *BackupOptions) Complete(_ *cobra.Command, _ []string) error {
 }
 
 // Validate checks the flags.
-func (o *BackupOptions) Validate() error {
+func (o *Options) Validate() error {
 	if strings.TrimSpace(o.Key) == "" {
 		return exitcode.Usagef("--key must not be empty")
 	}
@@ -140,10 +115,10 @@ func (o *BackupOptions) Validate() error {
 }
 
 // Budget bounds the whole command by --timeout.
-func (o *BackupOptions) Budget() time.Duration { return o.Timeout }
+func (o *Options) Budget() time.Duration { return o.Timeout }
 
 // Run backs up the live document.
-func (o *BackupOptions) Run(ctx context.Context) error {
+func (o *Options) Run(ctx context.Context) error {
 	cm, err := o.engine.Get(ctx)
 	if err != nil {
 		return err
@@ -151,13 +126,13 @@ func (o *BackupOptions) Run(ctx context.Context) error {
 	if _, err := engine.DocumentOf(cm, o.engine.Target()); err != nil {
 		return err
 	}
-	hook := &backup.Hook{Store: o.Backup.Store(), Keep: o.Backup.Keep, Server: o.server, Reason: backup.ReasonManual}
+	hook := &backupstore.Hook{Store: o.Backup.Store(), Keep: o.Backup.Keep, Server: o.server, Reason: backupstore.ReasonManual}
 	b, err := hook.Save(cm, o.Key, nil)
 	if err != nil {
 		return err
 	}
 	if !o.Print.Human() {
-		return o.Print.Print(o.Out, newBackupInfo(b, nil))
+		return o.Print.Print(o.Out, newInfo(b, nil))
 	}
 	_, err = fmt.Fprintln(o.Out, b.Path)
 	return err
