@@ -19,6 +19,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/edit"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/get"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/patch"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/reconfigure"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/restore"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/upgrade"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/validate"
@@ -70,7 +71,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		validate.NewCmdValidate(flags, streams),
 		backup.NewCmdBackup(flags, streams),
 		restore.NewCmdRestore(flags, streams),
-		NewCmdReconfigure(flags, streams),
+		reconfigure.NewCmdReconfigure(flags, streams),
 		version.NewCmdVersion(streams),
 	)
 	root.AddCommand(upgrade.NewCmdUpgrade(flags, streams)...)

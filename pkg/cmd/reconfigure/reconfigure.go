@@ -1,4 +1,9 @@
-package cmd
+// Package reconfigure is the reconfigure verb: it applies the
+// ClusterConfiguration to this node's control-plane static Pods. It reads
+// the flags, runs pkg/reconfigure (imported as reconfigurenode), which
+// drives pkg/controlplane, pkg/engine and pkg/backup, adds the flag that
+// fixes a failure, and prints the progress and the result.
+package reconfigure
 
 import (
 	"context"
@@ -13,7 +18,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
+	reconfigurenode "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
 )
 
 const reconfigureLong = `Apply the ClusterConfiguration to this node's control-plane static Pods.
@@ -63,9 +68,9 @@ const reconfigureExample = `  # See what would change on this node, without chan
   # Go back to the configuration this node last ran healthy
   kubectl kubeadmcfg reconfigure --latest-good`
 
-// ReconfigureOptions carries the ClusterConfiguration to this node's
+// Options carries the ClusterConfiguration to this node's
 // control-plane static Pods.
-type ReconfigureOptions struct {
+type Options struct {
 	Cluster *cmdutil.ClusterFlags
 	Backup  *cmdutil.BackupFlags
 	Print   *cmdutil.PrintFlags
@@ -89,9 +94,9 @@ type ReconfigureOptions struct {
 	genericiooptions.IOStreams
 }
 
-// NewReconfigureOptions returns options with defaults.
-func NewReconfigureOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *ReconfigureOptions {
-	return &ReconfigureOptions{
+// NewOptions returns options with defaults.
+func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
+	return &Options{
 		Cluster: cluster, Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(),
 		Components:   []string{string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler)},
 		ManifestsDir: "/etc/kubernetes/manifests", Kubeadm: "kubeadm", Wait: 5 * time.Minute,
@@ -101,7 +106,7 @@ func NewReconfigureOptions(cluster *cmdutil.ClusterFlags, streams genericiooptio
 
 // NewCmdReconfigure builds the reconfigure command.
 func NewCmdReconfigure(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := NewReconfigureOptions(cluster, streams)
+	o := NewOptions(cluster, streams)
 	cmd := &cobra.Command{
 		Use:     "reconfigure",
 		Short:   "Apply the ClusterConfiguration to this node's control plane, health-checked, rolled back on failure",
@@ -117,7 +122,7 @@ func NewCmdReconfigure(cluster *cmdutil.ClusterFlags, streams genericiooptions.I
 }
 
 // AddFlags binds the options' flags.
-func (o *ReconfigureOptions) AddFlags(cmd *cobra.Command) {
+func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringSliceVar(&o.Components, "components", o.Components, "Components to reconfigure, always in the order apiserver, controller-manager, scheduler")
 	fs.StringVar(&o.FromBackup, "from-backup", o.FromBackup, "Apply the ClusterConfiguration of this backup instead of the live one")
@@ -145,7 +150,7 @@ func (o *ReconfigureOptions) AddFlags(cmd *cobra.Command) {
 }
 
 // Complete fills the node name and builds the read-only client.
-func (o *ReconfigureOptions) Complete(cmd *cobra.Command, _ []string) error {
+func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	o.bindPortSet = cmd.Flags().Changed("bind-port")
 	if err := o.Print.Complete(); err != nil {
 		return err
@@ -166,7 +171,7 @@ func (o *ReconfigureOptions) Complete(cmd *cobra.Command, _ []string) error {
 }
 
 // Validate checks the flags without I/O.
-func (o *ReconfigureOptions) Validate() error {
+func (o *Options) Validate() error {
 	comps, err := controlplane.ParseComponents(o.Components)
 	if err != nil {
 		return exitcode.Usagef("--components: %w", err)
@@ -201,21 +206,21 @@ func (o *ReconfigureOptions) Validate() error {
 }
 
 // dryRun reports whether the run only shows what would change.
-func (o *ReconfigureOptions) dryRun() bool { return o.DryRun == string(engine.DryRunClient) || o.Diff }
+func (o *Options) dryRun() bool { return o.DryRun == string(engine.DryRunClient) || o.Diff }
 
 // Run renders, compares, applies and reports, with pkg/reconfigure.
-func (o *ReconfigureOptions) Run(ctx context.Context) error {
-	p := newReconfigurePrinter(o.ErrOut, o.Print.Human())
+func (o *Options) Run(ctx context.Context) error {
+	p := newPrinter(o.ErrOut, o.Print.Human())
 	defer p.done()
-	rep, err := reconfigure.Run(ctx, reconfigure.Request{
+	rep, err := reconfigurenode.Run(ctx, reconfigurenode.Request{
 		Config: o.engine, Store: o.Backup.Store(), Keep: o.Backup.Keep, Server: o.server,
-		Source:     reconfigure.Source{Backup: o.FromBackup, LatestGood: o.LatestGood},
+		Source:     reconfigurenode.Source{Backup: o.FromBackup, LatestGood: o.LatestGood},
 		Node:       o.Node,
 		Components: o.components, ManifestsDir: o.ManifestsDir, Kubeadm: o.Kubeadm,
 		Wait: o.Wait, NoRollback: o.NoRollback, DryRun: o.dryRun(),
 		Progress: p.event,
 	})
-	err = reconfigureHint(err)
+	err = hint(err)
 	if err != nil && rep == nil {
 		return err
 	}
