@@ -1,6 +1,10 @@
-// Package cmd is the cobra layer of kubectl-kubeadmcfg: one file per verb,
-// each with Options that Complete, Validate and Run. The work itself lives in
-// the domain packages; this package reads flags, builds clients and prints.
+// Package cmd is the root of kubectl-kubeadmcfg's cobra layer, as kubectl's
+// cmd.go: NewCmdRoot wires the verb families, one package each under
+// pkg/cmd (get, patch, edit, validate, backup, restore, reconfigure,
+// upgrade, completion, version), and Run executes the tree and adds to a
+// domain error the flag that fixes it. A verb package never imports another;
+// what verbs share is in pkg/cmd/cmdutil, and the work itself in the domain
+// packages.
 package cmd
 
 import (
@@ -16,6 +20,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/completion"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/edit"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/get"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/patch"
@@ -75,7 +80,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		version.NewCmdVersion(streams),
 	)
 	root.AddCommand(upgrade.NewCmdUpgrade(flags, streams)...)
-	registerFlagCompletions(root)
+	completion.RegisterFlagCompletions(root)
 	return root
 }
 
