@@ -2,6 +2,7 @@ package reconfigure
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
@@ -16,6 +17,10 @@ func hint(err error) error {
 	var notRecorded *reconfigurenode.NotRecordedError
 	if errors.As(err, &notRecorded) {
 		return &reconfigurenode.NotRecordedError{Healthy: notRecorded.Healthy, Err: hint(notRecorded.Err)}
+	}
+	var noMirrorPod *controlplane.NoMirrorPodError
+	if errors.As(err, &noMirrorPod) {
+		return exitcode.New(exitcode.FromError(err), fmt.Errorf("%w (is --node-name this node's name?)", err))
 	}
 	var stage *reconfigurenode.StageError
 	if !errors.As(err, &stage) {

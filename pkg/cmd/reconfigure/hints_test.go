@@ -42,6 +42,8 @@ func TestReconfigureHints(t *testing.T) {
 			"no kube-apiserver manifest; check --manifests-dir and --components"},
 		{"backup", backupErr, exitcode.Failure,
 			"back up the ClusterConfiguration to apply, nothing was changed: disk full; check --backup-dir"},
+		{"no mirror Pod", exitcode.New(exitcode.NotFound, &controlplane.NoMirrorPodError{Pod: "kube-system/kube-apiserver-cp-9"}), exitcode.NotFound,
+			"no mirror Pod kube-system/kube-apiserver-cp-9: without it there is no telling when the kubelet runs a new manifest (is --node-name this node's name?)"},
 		{"rolled back", exitcode.New(exitcode.RolledBack, errors.New("kube-apiserver did not become healthy")), exitcode.RolledBack,
 			"kube-apiserver did not become healthy"},
 	} {

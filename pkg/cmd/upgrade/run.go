@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -170,7 +171,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return err == nil, err
 	}))
 	if err != nil {
-		return err // nothing ran
+		return hostStepsHint(err) // nothing ran
 	}
 	o.progress("%s; running: %s", o.movedFrom(change, "started"), commandLine(o.Command))
 
@@ -263,4 +264,15 @@ func (o *RunOptions) startHeartbeat(lease, id string) *engine.Heartbeat {
 		fmt.Fprintf(o.ErrOut, "warning: could not record that the step has no heartbeat: %s\n", exitcode.Message(err))
 	}
 	return nil
+}
+
+// hostStepsHint says how to run the host steps of a step that has no state
+// of its own: with --host.
+func hostStepsHint(err error) error {
+	var hostSteps *upgradestate.HostStepsError
+	if !errors.As(err, &hostSteps) {
+		return err
+	}
+	return exitcode.Usagef("%s reaches no state of its own in plan %s: run its host steps with --host NODE, then move on with upgrade-set",
+		hostSteps.Step, hostSteps.Plan)
 }
