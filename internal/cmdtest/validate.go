@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -17,7 +16,7 @@ import (
 // field names.
 type ValidateCase = struct {
 	Name string
-	Opts cmdutil.Verb
+	Opts interface{ Validate() error }
 	Want string
 }
 

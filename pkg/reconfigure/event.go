@@ -26,13 +26,3 @@ type Event struct {
 	// Component is Apply's event, for EventComponent.
 	Component controlplane.Event
 }
-
-func (r *run) emit(e Event) {
-	if r.req.Progress != nil {
-		r.req.Progress(e)
-	}
-}
-
-func (r *run) emitApply(e controlplane.Event) {
-	r.emit(Event{Kind: EventComponent, Component: e})
-}

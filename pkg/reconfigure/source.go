@@ -14,21 +14,6 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
-// Source chooses the ClusterConfiguration a run applies. The zero Source is
-// the live document of the kubeadm-config ConfigMap; at most one field is
-// set.
-type Source struct {
-	// Backup names a backup to apply instead.
-	Backup string
-	// LatestGood applies the node's last known good instead.
-	LatestGood bool
-	// Pinned applies the document of this copy of the kubeadm-config
-	// ConfigMap, read earlier, instead of the live one, so that every node
-	// of a rollout gets the same bytes whatever is written meanwhile. Its
-	// uid and resourceVersion say where it came from; the API is not read.
-	Pinned *corev1.ConfigMap
-}
-
 // source is the ClusterConfiguration a run applies.
 type source struct {
 	document   []byte

@@ -2,38 +2,11 @@ package edit
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
 )
 
-// The file the editor opens: a comment block on top, the user's text below.
-
-// header is the comment block at the top of the file, with notes (problems
-// or a conflict) after it.
-func (s *editSession) header(notes []string) []byte {
-	t := s.o.engine.Target()
-	var b strings.Builder
-	for _, line := range []string{
-		"Edit the ClusterConfiguration below and save to write it back. Lines",
-		"starting with '#' are ignored; an empty file, or one saved unchanged,",
-		"cancels the edit. The result is validated as kubeadm validates it, and",
-		"a change made on the server meanwhile is merged, never overwritten.",
-		"",
-		"server: " + s.o.server,
-		fmt.Sprintf("configmap: %s/%s, key %s", t.Namespace, t.Name, t.Key),
-		"resourceVersion: " + s.rv,
-		"",
-	} {
-		writeComment(&b, line)
-	}
-	for _, line := range notes {
-		writeComment(&b, line)
-	}
-	if len(notes) > 0 {
-		writeComment(&b, "")
-	}
-	return []byte(b.String())
-}
+// The text of the file the editor opens: comment lines, written and read
+// back.
 
 // writeComment writes text as comment lines; a text of several lines keeps
 // them all commented.

@@ -5,7 +5,6 @@
 package edit
 
 import (
-	"context"
 	"os"
 	"runtime"
 
@@ -13,7 +12,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -138,36 +136,4 @@ type Result struct {
 	Cancelled bool `json:"cancelled"`
 	// KeptFile holds the edited text when it was not written.
 	KeptFile string `json:"keptFile,omitempty"`
-}
-
-// Run opens the editor until the text is written, cancelled, or (when not
-// interactive) refused.
-func (o *Options) Run(ctx context.Context) error {
-	t := o.engine.Target()
-	cm, err := o.engine.Get(ctx)
-	if err != nil {
-		return err
-	}
-	raw, err := engine.DocumentOf(cm, t)
-	if err != nil {
-		return err
-	}
-	base, err := clusterconfig.Parse([]byte(raw))
-	if err != nil {
-		return exitcode.Invalidf("the stored ClusterConfiguration cannot be edited: %w (restore a backup first)", err)
-	}
-	f, err := os.CreateTemp("", "kubeadmcfg-edit-*.yaml")
-	if err != nil {
-		return exitcode.Failuref("create the file to edit: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return exitcode.Failuref("create the file to edit: %w", err)
-	}
-	s := &editSession{o: o, file: f.Name(), base: base, rv: cm.ResourceVersion}
-	s.given = append(s.header(nil), raw...)
-	err = s.loop(ctx)
-	if err != nil {
-		return exitcode.WithHint(err, "your text is kept in "+s.file)
-	}
-	return nil
 }

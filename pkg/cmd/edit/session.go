@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
@@ -15,6 +16,38 @@ import (
 
 // One edit, round by round: the editor opens, the text is checked, and it
 // is written, cancelled, or given back with what is wrong.
+
+// Run opens the editor until the text is written, cancelled, or (when not
+// interactive) refused.
+func (o *Options) Run(ctx context.Context) error {
+	t := o.engine.Target()
+	cm, err := o.engine.Get(ctx)
+	if err != nil {
+		return err
+	}
+	raw, err := engine.DocumentOf(cm, t)
+	if err != nil {
+		return err
+	}
+	base, err := clusterconfig.Parse([]byte(raw))
+	if err != nil {
+		return exitcode.Invalidf("the stored ClusterConfiguration cannot be edited: %w (restore a backup first)", err)
+	}
+	f, err := os.CreateTemp("", "kubeadmcfg-edit-*.yaml")
+	if err != nil {
+		return exitcode.Failuref("create the file to edit: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return exitcode.Failuref("create the file to edit: %w", err)
+	}
+	s := &editSession{o: o, file: f.Name(), base: base, rv: cm.ResourceVersion}
+	s.given = append(s.header(nil), raw...)
+	err = s.loop(ctx)
+	if err != nil {
+		return exitcode.WithHint(err, "your text is kept in "+s.file)
+	}
+	return nil
+}
 
 // editSession is one edit: the version the user's text started from, and
 // the text the editor was last given.
@@ -170,4 +203,31 @@ func (s *editSession) cancel(summary string, keep bool) error {
 		_ = os.Remove(s.file) // written or cancelled: nothing to keep
 	}
 	return cmdutil.PrintWrite(s.o.IOStreams, s.o.Print, out.WriteResult, out)
+}
+
+// header is the comment block at the top of the file, with notes (problems
+// or a conflict) after it.
+func (s *editSession) header(notes []string) []byte {
+	t := s.o.engine.Target()
+	var b strings.Builder
+	for _, line := range []string{
+		"Edit the ClusterConfiguration below and save to write it back. Lines",
+		"starting with '#' are ignored; an empty file, or one saved unchanged,",
+		"cancels the edit. The result is validated as kubeadm validates it, and",
+		"a change made on the server meanwhile is merged, never overwritten.",
+		"",
+		"server: " + s.o.server,
+		fmt.Sprintf("configmap: %s/%s, key %s", t.Namespace, t.Name, t.Key),
+		"resourceVersion: " + s.rv,
+		"",
+	} {
+		writeComment(&b, line)
+	}
+	for _, line := range notes {
+		writeComment(&b, line)
+	}
+	if len(notes) > 0 {
+		writeComment(&b, "")
+	}
+	return []byte(b.String())
 }

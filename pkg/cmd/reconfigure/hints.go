@@ -43,14 +43,15 @@ func hint(err error) error {
 	return err
 }
 
-// warning words one of the run's warnings, with the flag that fixes it.
-func (o *Options) warning(w error) string {
+// warning words one of the run's warnings, with the flag that fixes it;
+// components are the --components as given.
+func warning(w error, components []string) string {
 	var partial *reconfigurenode.PartialError
 	var notRecorded *reconfigurenode.NotRecordedError
 	switch {
 	case errors.As(w, &partial):
 		// The components as the user named them.
-		return "not recorded as the last known good: only " + strings.Join(o.Components, ",") + " reconfigured"
+		return "not recorded as the last known good: only " + strings.Join(components, ",") + " reconfigured"
 	case errors.As(w, &notRecorded):
 		return hint(notRecorded).Error()
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	reconfigurenode "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
@@ -55,8 +54,6 @@ func TestReconfigureHints(t *testing.T) {
 		})
 	}
 
-	o := NewOptions(cmdutil.NewClusterFlags(), streams)
-	o.Components = []string{"kube-apiserver"}
 	for _, tc := range []struct {
 		name    string
 		warning error
@@ -72,7 +69,7 @@ func TestReconfigureHints(t *testing.T) {
 			"the node is healthy, but its last known good was not recorded: record the last known good: read-only file system"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, o.warning(tc.warning)); diff != "" {
+			if diff := cmp.Diff(tc.want, warning(tc.warning, []string{"kube-apiserver"})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

@@ -224,7 +224,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil && rep == nil {
 		return err
 	}
-	res := o.newResult(rep)
+	res := newResult(rep, o.Components)
 	if err != nil {
 		// The apply failed: say what was done, rolled back or not.
 		p.done()
@@ -234,5 +234,5 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	return o.print(res)
+	return printResult(o.IOStreams, o.Print, res)
 }

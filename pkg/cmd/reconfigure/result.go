@@ -6,6 +6,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	reconfigurenode "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
@@ -46,8 +48,9 @@ type ComponentResult struct {
 	RolledBack   bool   `json:"rolledBack"`
 }
 
-// newResult turns the run's report into what the command prints.
-func (o *Options) newResult(rep *reconfigurenode.Report) *Result {
+// newResult turns the run's report into what the command prints;
+// components are the --components as given, for the warnings.
+func newResult(rep *reconfigurenode.Report, components []string) *Result {
 	res := &Result{Node: rep.Node, Source: rep.Source, Backup: rep.Backup, DryRun: rep.DryRun,
 		LastKnownGood: rep.LastKnownGood, Warnings: []string{}}
 	for _, ch := range rep.Plan.Changes {
@@ -60,7 +63,7 @@ func (o *Options) newResult(rep *reconfigurenode.Report) *Result {
 		res.Diff = manifestDiff(rep.Plan)
 	}
 	for _, w := range rep.Warnings {
-		res.Warnings = append(res.Warnings, o.warning(w))
+		res.Warnings = append(res.Warnings, warning(w, components))
 	}
 	return res
 }
@@ -86,15 +89,15 @@ func manifestDiff(plan *controlplane.Plan) string {
 	return b.String()
 }
 
-// print writes the result: with -o the object, otherwise warnings on
+// printResult writes the result: with -o the object, otherwise warnings on
 // stderr, the diff and a line per component on stdout.
-func (o *Options) print(res *Result) error {
-	if !o.Print.Human() {
-		return o.Print.Print(o.Out, res)
+func printResult(streams genericiooptions.IOStreams, print *cmdutil.PrintFlags, res *Result) error {
+	if !print.Human() {
+		return print.Print(streams.Out, res)
 	}
-	cmdutil.PrintWarnings(o.ErrOut, res.Warnings)
-	fmt.Fprint(o.Out, res.Diff)
-	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+	cmdutil.PrintWarnings(streams.ErrOut, res.Warnings)
+	fmt.Fprint(streams.Out, res.Diff)
+	w := tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
 	for _, c := range res.Components {
 		state := "unchanged"
 		switch {
@@ -110,11 +113,11 @@ func (o *Options) print(res *Result) error {
 	}
 	switch {
 	case res.DryRun:
-		fmt.Fprintf(o.Out, "dry run: nothing was changed on node %s\n", res.Node)
+		fmt.Fprintf(streams.Out, "dry run: nothing was changed on node %s\n", res.Node)
 	case res.LastKnownGood != "":
-		fmt.Fprintf(o.Out, "node %s runs %s, now its last known good (backup %s)\n", res.Node, res.Source, res.LastKnownGood)
+		fmt.Fprintf(streams.Out, "node %s runs %s, now its last known good (backup %s)\n", res.Node, res.Source, res.LastKnownGood)
 	default:
-		fmt.Fprintf(o.Out, "node %s runs %s\n", res.Node, res.Source)
+		fmt.Fprintf(streams.Out, "node %s runs %s\n", res.Node, res.Source)
 	}
 	return nil
 }

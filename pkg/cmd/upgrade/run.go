@@ -17,17 +17,8 @@ import (
 	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
-// The runner's own exit codes, as GNU timeout and the shells use them.
-const (
-	exitRunTimeout    = 124 // --run-timeout passed and the command was stopped
-	exitCannotInvoke  = 126 // the command exists but cannot be run
-	exitNotFound      = 127 // no such command
-	exitSignalBase    = 128 // + the signal that ended the command
-	runKillAfter      = 10 * time.Second
-	runTailLines      = 5
-	runTailBytes      = 512
-	defaultRunTimeout = 0
-)
+// defaultRunTimeout is no limit on COMMAND.
+const defaultRunTimeout = 0
 
 // RunOptions runs the command of a step and records its outcome.
 type RunOptions struct {
@@ -179,7 +170,11 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if runner.Lease != "" {
 		heartbeat = o.startHeartbeat(runner.Lease, id)
 	}
-	out := o.execute(sigs)
+	stdout := o.Out
+	if !o.Print.Human() {
+		stdout = o.ErrOut // keep -o output parseable
+	}
+	out := execute(command{args: o.Command, in: o.In, stdout: stdout, stderr: o.ErrOut, timeout: o.RunTimeout}, sigs)
 	res.Started, res.ExitCode, res.Signal, res.TimedOut = out.started, out.code, out.signal, out.timedOut
 	res.Duration = out.duration.Round(time.Millisecond).String()
 

@@ -20,6 +20,17 @@ import (
 // Running the step's command: signals passed on, output kept, the outcome
 // summed up for the record.
 
+// The runner's own exit codes, as GNU timeout and the shells use them.
+const (
+	exitRunTimeout   = 124 // --run-timeout passed and the command was stopped
+	exitCannotInvoke = 126 // the command exists but cannot be run
+	exitNotFound     = 127 // no such command
+	exitSignalBase   = 128 // + the signal that ended the command
+	runKillAfter     = 10 * time.Second
+	runTailLines     = 5
+	runTailBytes     = 512
+)
+
 // runOutcome is how the command ended.
 type runOutcome struct {
 	started  bool
@@ -33,9 +44,18 @@ type runOutcome struct {
 	tail     string
 }
 
+// command is the step's command and where its input and output go.
+type command struct {
+	args           []string
+	in             io.Reader
+	stdout, stderr io.Writer
+	// timeout stops it, as --run-timeout does (0: no limit).
+	timeout time.Duration
+}
+
 // execute runs the command in its own process group, passes on signals,
-// enforces --run-timeout, and keeps the last lines of its output.
-func (o *RunOptions) execute(sigs <-chan os.Signal) *runOutcome {
+// enforces its timeout, and keeps the last lines of its output.
+func execute(c command, sigs <-chan os.Signal) *runOutcome {
 	out := &runOutcome{}
 	select {
 	case sig := <-sigs: // interrupted between the first write and the start
@@ -45,12 +65,8 @@ func (o *RunOptions) execute(sigs <-chan os.Signal) *runOutcome {
 	default:
 	}
 	tail := &tailBuffer{}
-	stdout := o.Out
-	if !o.Print.Human() {
-		stdout = o.ErrOut
-	}
-	cmd := exec.Command(o.Command[0], o.Command[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.In, io.MultiWriter(stdout, tail), io.MultiWriter(o.ErrOut, tail)
+	cmd := exec.Command(c.args[0], c.args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.in, io.MultiWriter(c.stdout, tail), io.MultiWriter(c.stderr, tail)
 	cmd.WaitDelay = 5 * time.Second // a child that keeps the output open cannot hold the runner
 	ownProcessGroup(cmd)
 	start := time.Now()
@@ -65,8 +81,8 @@ func (o *RunOptions) execute(sigs <-chan os.Signal) *runOutcome {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var timeout, kill <-chan time.Time
-	if o.RunTimeout > 0 {
-		t := time.NewTimer(o.RunTimeout)
+	if c.timeout > 0 {
+		t := time.NewTimer(c.timeout)
 		defer t.Stop()
 		timeout = t.C
 	}
