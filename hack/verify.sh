@@ -81,4 +81,8 @@ if ! diff -r "${tmp}/docs" docs/commands >/dev/null; then
 	diff -r "${tmp}/docs" docs/commands >&2 || true
 	exit 1
 fi
+
+step "relative links in README.md and docs/ resolve"
+go run ./hack/checklinks
+
 echo "verify: all checks passed" >&2

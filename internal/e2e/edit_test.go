@@ -229,6 +229,13 @@ func TestEditNonInteractiveFailures(t *testing.T) {
 			[]string{"error: the edited ClusterConfiguration is invalid, nothing was written: ", `unknown field "unknownField"`}, "unknownField: 1"},
 		{"not YAML", `printf 'apiServer: [\n' >> "$f"`, 3,
 			[]string{"error: the edited ClusterConfiguration is invalid, nothing was written: the ClusterConfiguration is not a YAML mapping"}, "apiServer: ["},
+		// A second apiServer block, instead of an edit of the first: read
+		// leniently it would replace the first, and its extraArgs be deleted.
+		{"a key given twice", secondAPIServerBlock, 3,
+			[]string{"error: the edited ClusterConfiguration is invalid, nothing was written: the ClusterConfiguration gives a key twice, which kubeadm refuses (line ",
+				`: key "apiServer" already set in map); keep one`}, "  - b.example.com\n"},
+		{"larger than 2 MiB", `head -c 3000000 /dev/zero | tr '\0' '#' >> "$f"`, 3,
+			[]string{"error: the edited file is larger than 2 MiB, the limit for any input (twice what a ConfigMap holds); nothing was written"}, "########"},
 		{"apiVersion changed", replace("apiVersion: kubeadm.k8s.io/v1beta4", "apiVersion: kubeadm.k8s.io/v1"), 3,
 			[]string{"error: the edited ClusterConfiguration is invalid, nothing was written: changing apiVersion is refused"}, "apiVersion: kubeadm.k8s.io/v1\n"},
 		{"the editor fails", replace("clusterName: kubernetes", "clusterName: lost") + "\nexit 7", 1,
@@ -266,6 +273,10 @@ func TestEditNonInteractiveFailures(t *testing.T) {
 		})
 	}
 }
+
+// secondAPIServerBlock is a round's step that adds a SAN in a second
+// apiServer block at the bottom, instead of in the first.
+const secondAPIServerBlock = `printf 'apiServer:\n  certSANs:\n  - b.example.com\n' >> "$f"`
 
 // A change made on the server while the editor is open, to other fields,
 // is merged with the edit: both are kept. A write of the user's whole text
@@ -316,6 +327,21 @@ func TestEditInteractive(t *testing.T) {
 			"\nclusterName: kept-across-rounds\n", "  podSubnet: 10.244.0.0/33\n") // the user's text, not the original
 		wantIn(t, "the document", e.document(), "\nclusterName: kept-across-rounds\n", "  podSubnet: 10.245.0.0/16\n")
 		wantGone(t, ed.file())
+	})
+	t.Run("a key given twice, merged into one on the second round", func(t *testing.T) {
+		e := newEnv(t)
+		ed := e.scriptedEditor(secondAPIServerBlock,
+			expect(`# - the ClusterConfiguration gives a key twice, which kubeadm refuses (line `)+"\n"+
+				`head -n -3 "$f" > "$f.new" && cat "$f.new" > "$f" && rm "$f.new"`+"\n"+
+				replace("  - 192.0.2.10", `  - 192.0.2.10\n  - b.example.com`))
+		r := e.pluginOnTerminal("edit")
+		wantExit(t, r, 0)
+		if ed.rounds() != 2 {
+			t.Fatalf("the editor was opened %d times, want 2: %s", ed.rounds(), r)
+		}
+		wantIn(t, "the reopened file", ed.given(2), "\n  - b.example.com\n") // the user's text, both blocks
+		// Both the new SAN and the first block's extraArgs are kept.
+		wantIn(t, "the document", e.document(), "  - 192.0.2.10\n  - b.example.com\n", "  - name: audit-log-maxage\n")
 	})
 	t.Run("invalid, then saved unchanged", func(t *testing.T) {
 		e := newEnv(t)

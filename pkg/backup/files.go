@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -39,7 +40,8 @@ func (s *Store) names(pattern func() *regexp.Regexp, what string) ([]string, err
 
 // readFile reads one of the store's files by name. The name must be of
 // the kind pattern matches (what names the kind in messages), and the file
-// a regular file: a symlink or other entry is never trusted.
+// a regular file of at most 2 MiB: a symlink or other entry is never
+// trusted, and a larger file is not one the store wrote (exit 3).
 func (s *Store) readFile(name, what string, pattern func() *regexp.Regexp) (data []byte, path string, size int64, err error) {
 	if name != filepath.Base(name) || !pattern().MatchString(name) {
 		return nil, "", 0, exitcode.Usagef("%q is not a %s name (see 'kubectl kubeadmcfg backup list')", name, what)
@@ -55,7 +57,11 @@ func (s *Store) readFile(name, what string, pattern func() *regexp.Regexp) (data
 	if !fi.Mode().IsRegular() {
 		return nil, "", 0, exitcode.Invalidf("%s %s is not a regular file (a symlink or other entry is never trusted)", what, name)
 	}
-	if data, err = os.ReadFile(path); err != nil {
+	data, err = input.ReadFile(path)
+	if errors.Is(err, input.ErrTooLarge) {
+		return nil, "", 0, exitcode.Invalidf("%s %s is %w", what, name, input.ErrTooLarge)
+	}
+	if err != nil {
 		return nil, "", 0, exitcode.Failuref("read %s: %w", what, err)
 	}
 	return data, path, fi.Size(), nil

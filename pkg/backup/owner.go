@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -54,7 +56,7 @@ func (s *Store) readMeta(name string) (Meta, error) {
 	}
 	defer f.Close()
 	var head strings.Builder
-	r := bufio.NewReader(f)
+	r := bufio.NewReader(io.LimitReader(f, input.MaxBytes)) // a header without line ends is not read on and on
 	for range len(headerKeys) + 1 {
 		line, err := r.ReadString('\n')
 		head.WriteString(line)

@@ -21,7 +21,7 @@ func validateComponentConfig(js []byte, kind string, rel *release, r *Report) {
 	switch kind {
 	case KindKubelet:
 		if decodeComponentConfig[componentconfig.KubeletConfiguration](js, r) {
-			tree, _ := decodeTree(js)
+			tree, _ := decodeTree(js, false)
 			for name, minor := range newKubeletFields {
 				if _, ok := tree[name]; ok && rel.minor < minor {
 					r.errorf("unknown field %q (KubeletConfiguration has it from kubeadm 1.%d on, not in kubeadm %s)", name, minor, rel)

@@ -16,9 +16,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -42,12 +44,26 @@ type Document struct {
 
 // Parse reads a ClusterConfiguration from YAML or JSON. It checks only that
 // the text is a mapping with a known apiVersion and kind; Validate checks the
-// rest. A document that is not YAML, or of another kind, is an invalid
-// configuration (exit 3).
+// rest. A key given twice keeps its last value, as kubeadm reads a stored
+// document. A document that is not YAML, or of another kind, or larger than
+// 2 MiB, or with YAML anchors or aliases, is an invalid configuration
+// (exit 3).
 func Parse(data []byte) (*Document, error) {
-	tree, err := decodeTree(data)
+	return parse(data, false)
+}
+
+// ParseStrict is Parse for text a person has just written, such as the
+// file edit opened: a key given twice is an error (exit 3), as it is for
+// `kubeadm config validate`, instead of its last value silently replacing
+// the first, and every field that only the first held being dropped.
+func ParseStrict(data []byte) (*Document, error) {
+	return parse(data, true)
+}
+
+func parse(data []byte, strict bool) (*Document, error) {
+	tree, err := decodeTree(data, strict)
 	if err != nil {
-		return nil, exitcode.Invalidf("the ClusterConfiguration is not a YAML mapping: %w", err)
+		return nil, err
 	}
 	d := &Document{tree: tree}
 	if err := checkTypeMeta(d.APIVersion(), d.Kind()); err != nil {
@@ -71,19 +87,39 @@ func checkTypeMeta(apiVersion, kind string) error {
 }
 
 // decodeTree converts YAML (or JSON) to a JSON tree, keeping numbers exact.
-func decodeTree(data []byte) (map[string]any, error) {
-	js, err := yaml.YAMLToJSON(data)
+// strict refuses a key given twice.
+func decodeTree(data []byte, strict bool) (map[string]any, error) {
+	convert := input.YAMLToJSON
+	if strict {
+		convert = input.YAMLToJSONStrict
+	}
+	js, err := convert(data)
+	switch {
+	case input.Refused(err):
+		return nil, exitcode.Invalidf("the ClusterConfiguration cannot be used: %w", err)
+	case err != nil && strict:
+		if _, lax := input.YAMLToJSON(data); lax == nil { // YAML, but with a key given twice
+			return nil, exitcode.Invalidf("the ClusterConfiguration gives a key twice, which kubeadm refuses (%s); keep one", duplicateKeys(err))
+		}
+	}
 	if err != nil {
-		return nil, err
+		return nil, exitcode.Invalidf("the ClusterConfiguration is not a YAML mapping: %w", err)
 	}
 	var tree map[string]any
 	if err := unmarshalJSON(js, &tree); err != nil {
-		return nil, err
+		return nil, exitcode.Invalidf("the ClusterConfiguration is not a YAML mapping: %w", err)
 	}
 	if tree == nil {
-		return nil, fmt.Errorf("the document is empty")
+		return nil, exitcode.Invalidf("the ClusterConfiguration is not a YAML mapping: the document is empty")
 	}
 	return tree, nil
+}
+
+// duplicateKeys is yaml.v2's strict error as one line without its prefix:
+// `line 11: key "apiServer" already set in map`.
+func duplicateKeys(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:")
+	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " ")), " ")
 }
 
 func unmarshalJSON(js []byte, v any) error {

@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -109,7 +109,11 @@ func (e *setEdit) Apply(d *Document) error {
 	var value any = e.text
 	if !e.asString && !d.schemaIsString(e.path) {
 		if e.parseErr != nil {
-			return exitcode.New(exitcode.Usage, &ValueError{Path: e.path, Err: e.parseErr})
+			code := exitcode.Usage
+			if input.Refused(e.parseErr) {
+				code = exitcode.Invalid
+			}
+			return exitcode.New(code, &ValueError{Path: e.path, Err: e.parseErr})
 		}
 		value = cloneValue(e.value) // the tree must never share the edit's copy
 	}
@@ -243,7 +247,10 @@ func patchJSON(patch []byte) ([]byte, error) {
 	if len(strings.TrimSpace(string(patch))) == 0 {
 		return nil, exitcode.Usagef("the patch is empty")
 	}
-	js, err := yaml.YAMLToJSONStrict(patch)
+	js, err := input.YAMLToJSONStrict(patch)
+	if input.Refused(err) {
+		return nil, exitcode.Invalidf("the patch cannot be used: %w", err)
+	}
 	if err != nil {
 		return nil, exitcode.Usagef("the patch is neither JSON nor YAML: %w", err)
 	}
@@ -273,7 +280,7 @@ func (d *Document) refuseTypeChange(key string) error {
 
 // parseValue parses a --set value as YAML into a JSON value.
 func parseValue(text string) (any, error) {
-	js, err := yaml.YAMLToJSONStrict([]byte(text))
+	js, err := input.YAMLToJSONStrict([]byte(text))
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/yaml"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 )
 
 // FileReport is the outcome of validating a whole kubeadm config file, as
@@ -153,13 +154,16 @@ func validateDocument(d *FileDocument, rel *release, initOrCluster bool, r *Repo
 	}
 }
 
-// strictJSON converts YAML to JSON, refusing a key given twice.
+// strictJSON converts YAML to JSON, refusing a key given twice (and what
+// package input refuses).
 func strictJSON(data []byte, r *Report) ([]byte, bool) {
-	js, err := yaml.YAMLToJSONStrict(data)
+	js, err := input.YAMLToJSONStrict(data)
 	if err == nil {
 		return js, true
 	}
-	if _, lax := yaml.YAMLToJSON(data); lax != nil {
+	if input.Refused(err) {
+		r.errorf("%v", err)
+	} else if _, lax := input.YAMLToJSON(data); lax != nil {
 		r.errorf("not YAML: %v", lax)
 	} else { // YAML, but with a key given twice
 		r.errorf("%s", strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " "))

@@ -2,11 +2,13 @@ package clusterconfig
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 )
 
 // Splitting a kubeadm config file into documents exactly as kubeadm does
@@ -67,9 +69,13 @@ func splitChunks(data []byte) (chunks [][]byte, lines []int, err error) {
 }
 
 // SplitFile splits a kubeadm config file into its documents. A document
-// kubeadm refuses before reading it has its Problem set; err is a file that
-// cannot be split at all.
+// kubeadm refuses before reading it has its Problem set, and so does one
+// with YAML anchors or aliases, which the plugin refuses; err is a file that
+// cannot be split at all, or one larger than 2 MiB.
 func SplitFile(data []byte) ([]FileDocument, error) {
+	if len(data) > input.MaxBytes {
+		return nil, fmt.Errorf("the file is %w", input.ErrTooLarge)
+	}
 	chunks, lines, err := splitChunks(data)
 	if err != nil {
 		return nil, err
@@ -84,11 +90,16 @@ func SplitFile(data []byte) ([]FileDocument, error) {
 			Kind       string `json:"kind,omitempty"`
 		}
 		var gv schema.GroupVersion
-		if err = yaml.Unmarshal(chunk, &meta); err == nil {
+		if err = input.Unmarshal(chunk, &meta); err == nil {
 			gv, err = schema.ParseGroupVersion(meta.APIVersion)
 		}
 		d.APIVersion, d.Kind = meta.APIVersion, meta.Kind
+		var alias *input.AliasError
 		switch {
+		case errors.As(err, &alias):
+			inFile := *alias
+			inFile.Line += lines[i] - 1
+			d.Problem = fmt.Sprintf("%s: %v", d.where(), &inFile)
 		case err != nil:
 			d.Problem = fmt.Sprintf("%s: cannot read its apiVersion and kind: %v", d.where(), err)
 		case isEmptyDocument(chunk):
@@ -120,6 +131,6 @@ func leadingSeparators(chunk []byte) int {
 
 // isEmptyDocument reports whether a chunk holds no YAML value at all.
 func isEmptyDocument(chunk []byte) bool {
-	js, err := yaml.YAMLToJSON(chunk)
+	js, err := input.YAMLToJSON(chunk)
 	return err == nil && string(bytes.TrimSpace(js)) == "null"
 }

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -48,6 +49,9 @@ func NewPlan(dir string, rendered map[Component][]byte, components []Component) 
 		current, err := ReadManifest(path)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, exitcode.New(exitcode.NotFound, &MissingError{Component: c, Path: path})
+		}
+		if input.Refused(err) {
+			return nil, exitcode.Invalidf("the running %s manifest: %w", c.PodName(), err)
 		}
 		if err != nil {
 			return nil, exitcode.Failuref("read the running manifest: %w", err)

@@ -15,8 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 )
 
@@ -32,10 +32,16 @@ type Manifest struct {
 	Pod *corev1.Pod
 }
 
-// ParseManifest decodes a static Pod manifest.
+// ParseManifest decodes a static Pod manifest. Text of more than 2 MiB, or
+// with YAML anchors or aliases, which kubeadm never writes, is refused
+// unread.
 func ParseManifest(data []byte) (*Manifest, error) {
 	var pod corev1.Pod
-	if err := yaml.Unmarshal(data, &pod); err != nil {
+	err := input.Unmarshal(data, &pod)
+	if input.Refused(err) {
+		return nil, fmt.Errorf("the manifest cannot be used: %w", err)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("not a Pod manifest: %w", err)
 	}
 	if pod.Kind != "Pod" || len(pod.Spec.Containers) == 0 {
@@ -44,9 +50,9 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	return &Manifest{Raw: data, Pod: &pod}, nil
 }
 
-// ReadManifest reads and decodes the manifest at path.
+// ReadManifest reads and decodes the manifest at path, of at most 2 MiB.
 func ReadManifest(path string) (*Manifest, error) {
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

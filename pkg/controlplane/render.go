@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/lazyregexp"
 )
 
@@ -60,7 +61,10 @@ func (r Renderer) Render(ctx context.Context, configFile []byte, components []Co
 		if err := cmd.Run(); err != nil {
 			return nil, &KubeadmError{Component: c, Err: err, Output: output.String()}
 		}
-		data, err := os.ReadFile(filepath.Join(manifests, c.File()))
+		data, err := input.ReadFile(filepath.Join(manifests, c.File()))
+		if errors.Is(err, input.ErrTooLarge) {
+			return nil, fmt.Errorf("kubeadm rendered a %s manifest %w", c.PodName(), input.ErrTooLarge)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("kubeadm rendered no %s manifest (is it 1.37 or later, which honours KUBEADM_INIT_DRYRUN_DIR?): %w", c.PodName(), err)
 		}

@@ -6,8 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -120,10 +119,15 @@ func Builtin(name string) (*Plan, error) {
 
 // ParsePlan reads a plan from YAML or JSON, strictly (unknown fields and
 // duplicate keys are errors), and fills the defaults. The result may still
-// be a template: Instantiate expands and validates it.
+// be a template: Instantiate expands and validates it. Text of more than
+// 2 MiB, or with YAML anchors or aliases, is refused unread.
 func ParsePlan(data []byte) (*Plan, error) {
 	var p Plan
-	if err := yaml.UnmarshalStrict(data, &p); err != nil {
+	err := input.UnmarshalStrict(data, &p)
+	if input.Refused(err) {
+		return nil, exitcode.Invalidf("the plan cannot be used: %w", err)
+	}
+	if err != nil {
 		return nil, exitcode.Invalidf("not a plan: %w", err)
 	}
 	if p.APIVersion != "" && p.APIVersion != PlanAPIVersion {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
@@ -75,7 +76,10 @@ func (s *editSession) loop(ctx context.Context) error {
 		if err := o.Editor.Launch(ctx, s.file, o.In, editorOut, o.ErrOut); err != nil {
 			return fmt.Errorf("%w; nothing was written", err)
 		}
-		text, err := os.ReadFile(s.file)
+		text, err := input.ReadFile(s.file)
+		if errors.Is(err, input.ErrTooLarge) {
+			return exitcode.Invalidf("the edited file is %w; nothing was written", input.ErrTooLarge)
+		}
 		if err != nil {
 			return exitcode.Failuref("read the edited file: %w", err)
 		}
@@ -104,9 +108,11 @@ func (s *editSession) loop(ctx context.Context) error {
 }
 
 // check parses and validates the user's text and turns it into the change
-// from the version it started from; problems lists what is wrong.
+// from the version it started from; problems lists what is wrong. The text
+// is parsed strictly: a key given twice is a problem, never a silent loss of
+// the first one's fields.
 func (s *editSession) check(body []byte) (*clusterconfig.Document, clusterconfig.Edit, []string) {
-	doc, err := clusterconfig.Parse(body)
+	doc, err := clusterconfig.ParseStrict(body)
 	if err != nil {
 		return nil, nil, []string{exitcode.Message(err)}
 	}

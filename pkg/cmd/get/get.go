@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
@@ -112,7 +112,7 @@ func (o *Options) Run(ctx context.Context) error {
 		_, err := fmt.Fprint(o.Out, doc)
 		return err
 	}
-	js, err := yaml.YAMLToJSON([]byte(doc))
+	js, err := input.YAMLToJSON([]byte(doc))
 	if err == nil && !strings.HasPrefix(strings.TrimSpace(string(js)), "{") {
 		err = fmt.Errorf("it is not a mapping")
 	}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// writeTree writes files (slash-separated path -> content) under a new
+// temporary root and returns it.
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func TestCheck(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"README.md": `# Project
+
+See [the guide](docs/guide.md), [its flags](docs/guide.md#the---timeout-flag-explained),
+and [the second one](docs/guide.md#usage-1).
+A [moved guide](docs/moved.md) and [a wrong anchor](docs/guide.md#no-such-section).
+Not checked: [a site](https://example.com/missing.md), [mail](mailto:a@example.com),
+[a section here](#project), and ` + "`[code](missing-in-code.md)`" + `.
+
+` + "```sh" + `
+cat [not a link](missing-in-fence.md)
+` + "```" + `
+
+![a picture](docs/img/missing.png)
+[ref]: docs/gone.md
+`,
+		"docs/guide.md": `# Guide
+
+## The ` + "`--timeout`" + ` flag, explained
+
+## Usage
+
+## Usage
+
+Back to [the README](../README.md#project), [the code](../hack/run.sh),
+[a directory](commands/), and [outside](../../elsewhere.md).
+`,
+		"docs/commands/ref.md": "# Reference\n\n[up](../guide.md#usage)\n",
+		"hack/run.sh":          "#!/bin/sh\n",
+	})
+
+	got, err := check(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []brokenLink{
+		{file: "README.md", line: 5, target: "docs/moved.md", why: "no such file"},
+		{file: "README.md", line: 5, target: "docs/guide.md#no-such-section", why: "no heading with this anchor in docs/guide.md"},
+		{file: "README.md", line: 13, target: "docs/img/missing.png", why: "no such file"},
+		{file: "README.md", line: 14, target: "docs/gone.md", why: "no such file"},
+		{file: "docs/guide.md", line: 10, target: "../../elsewhere.md", why: "outside the repository"},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(brokenLink{})); diff != "" {
+		t.Errorf("check (-want +got):\n%s", diff)
+	}
+}
+
+func TestCheckNeedsAReadme(t *testing.T) {
+	if _, err := check(t.TempDir()); err == nil {
+		t.Fatal("check of a directory without README.md succeeded")
+	}
+}
+
+func TestSlug(t *testing.T) {
+	for _, tc := range []struct{ heading, want string }{
+		{"Exit codes", "exit-codes"},
+		{"The heartbeat and the audit", "the-heartbeat-and-the-audit"},
+		{"`upgrade-run`", "upgrade-run"},
+		{"Guarantees, and the commands that check them", "guarantees-and-the-commands-that-check-them"},
+		{"Many writers at once (contention)", "many-writers-at-once-contention"},
+		{"snake_case and CamelCase", "snake_case-and-camelcase"},
+		{"A [linked](other.md) word", "a-linked-word"},
+		{"Go 1.26: what's new?", "go-126-whats-new"},
+	} {
+		t.Run(tc.heading, func(t *testing.T) {
+			if got := slug(tc.heading); got != tc.want {
+				t.Errorf("slug(%q) = %q, want %q", tc.heading, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadAnchorsNumbersRepeats(t *testing.T) {
+	root := writeTree(t, map[string]string{"a.md": "# Usage\n## Usage ##\n```\n# not a heading\n```\n### Usage\n#hashtag\n"})
+	got, err := readAnchors(filepath.Join(root, "a.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"usage": true, "usage-1": true, "usage-2": true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("readAnchors (-want +got):\n%s", diff)
+	}
+}
