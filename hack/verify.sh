@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The checks a change must pass besides the tests: formatting, vet, lint,
-# tidy go.mod files, current generated code, a plugin that links no component
-# packages, a krew manifest krew's own validator accepts, and a command
-# reference that matches the commands.
+# tidy go.mod files, verb packages that import no sibling, current generated
+# code, a plugin that links no component packages, a krew manifest krew's own
+# validator accepts, and a command reference that matches the commands.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -29,6 +29,26 @@ for mod in . hack/tools hack/tools/kubeadm-1.36 hack/tools/lint hack/tools/relea
 		exit 1
 	}
 done
+
+# One package per verb family under pkg/cmd, as kubectl does: what two
+# verbs share goes to pkg/cmd/cmdutil, a domain decision to its domain
+# package, so no verb reaches into another.
+step "pkg/cmd verb packages import no sibling verb package"
+cmdpkg="$(go list ./pkg/cmd)"
+siblings="$(go list -f '{{.ImportPath}} {{join .Imports " "}}' ./pkg/cmd/... | awk -v root="${cmdpkg}" '
+	$1 == root { next }
+	{
+		for (i = 2; i <= NF; i++) {
+			if ($i == root || (index($i, root "/") == 1 && $i != root "/cmdutil")) {
+				print $1 " imports " $i
+			}
+		}
+	}')"
+if [[ -n "${siblings}" ]]; then
+	echo "a package under pkg/cmd imports a verb package; share through pkg/cmd/cmdutil or a domain package instead:" >&2
+	echo "${siblings}" >&2
+	exit 1
+fi
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "${tmp}"' EXIT

@@ -1,6 +1,10 @@
-// Package cmd is the cobra layer of kubectl-kubeadmcfg: one file per verb,
-// each with Options that Complete, Validate and Run. The work itself lives in
-// the domain packages; this package reads flags, builds clients and prints.
+// Package cmd is the root of kubectl-kubeadmcfg's cobra layer, as kubectl's
+// cmd.go: NewCmdRoot wires the verb families, one package each under
+// pkg/cmd (get, patch, edit, validate, backup, restore, reconfigure,
+// upgrade, completion, version), and Run executes the tree and adds to a
+// domain error the flag that fixes it. A verb package never imports another;
+// what verbs share is in pkg/cmd/cmdutil, and the work itself in the domain
+// packages.
 package cmd
 
 import (
@@ -15,6 +19,17 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/backup"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/completion"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/edit"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/get"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/patch"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/reconfigure"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/restore"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/upgrade"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/validate"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/version"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -35,7 +50,7 @@ configuration, 9 failed and rollback failed.`
 
 // NewCmdRoot builds the command tree.
 func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
-	flags := NewClusterFlags()
+	flags := cmdutil.NewClusterFlags()
 	root := &cobra.Command{
 		Use:   "kubeadmcfg",
 		Short: "Safely edit the kubeadm ClusterConfiguration and track upgrade state",
@@ -56,17 +71,17 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 	})
 
 	root.AddCommand(
-		NewCmdGet(flags, streams),
-		NewCmdPatch(flags, streams),
-		NewCmdEdit(flags, streams),
-		NewCmdValidate(flags, streams),
-		NewCmdBackup(flags, streams),
-		NewCmdRestore(flags, streams),
-		NewCmdReconfigure(flags, streams),
-		NewCmdVersion(streams),
+		get.NewCmdGet(flags, streams),
+		patch.NewCmdPatch(flags, streams),
+		edit.NewCmdEdit(flags, streams),
+		validate.NewCmdValidate(flags, streams),
+		backup.NewCmdBackup(flags, streams),
+		restore.NewCmdRestore(flags, streams),
+		reconfigure.NewCmdReconfigure(flags, streams),
+		version.NewCmdVersion(streams),
 	)
-	root.AddCommand(NewCmdUpgrade(flags, streams)...)
-	registerFlagCompletions(root)
+	root.AddCommand(upgrade.NewCmdUpgrade(flags, streams)...)
+	completion.RegisterFlagCompletions(root)
 	return root
 }
 

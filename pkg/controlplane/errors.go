@@ -23,6 +23,19 @@ func (e *MissingError) Error() string {
 	return fmt.Sprintf("no %s manifest at %s (is this a control-plane node?)", e.Component.PodName(), e.Path)
 }
 
+// NoMirrorPodError is a component whose mirror Pod is not in the API:
+// without its config hash there is no telling when the kubelet runs a new
+// manifest. The node name that names the mirror Pods may be wrong, which
+// only the caller can say how to fix.
+type NoMirrorPodError struct {
+	// Pod is the mirror Pod looked for, as namespace/name.
+	Pod string
+}
+
+func (e *NoMirrorPodError) Error() string {
+	return fmt.Sprintf("no mirror Pod %s: without it there is no telling when the kubelet runs a new manifest", e.Pod)
+}
+
 // UnhealthyError is a component that did not come up healthy in time.
 type UnhealthyError struct {
 	Component Component

@@ -35,7 +35,7 @@ func (a *applier) currentHash(ctx context.Context, m *Manifest) (string, error) 
 		case err != nil && exitcode.FromError(err) == exitcode.Forbidden:
 			return "", err
 		case err == nil && pod == nil:
-			return "", exitcode.NotFoundf("no mirror Pod %s: without it there is no telling when the kubelet runs a new manifest (is --node-name this node's name?)", name)
+			return "", exitcode.New(exitcode.NotFound, &NoMirrorPodError{Pod: name})
 		case err == nil && pod.Annotations[ConfigHashAnnotation] == "":
 			return "", exitcode.Failuref("mirror Pod %s has no %s annotation", name, ConfigHashAnnotation)
 		case err == nil:

@@ -67,7 +67,7 @@ func TestRunRefusals(t *testing.T) {
 	}{
 		{Run{Step: "flying"}, exitcode.Usage, `unknown state "flying" in plan starlingx`},
 		{Run{Step: string(UpgradedSecondMaster)}, exitcode.Usage, "upgraded-second-master is not a step of plan starlingx; run one of: downloading-images, "},
-		{Run{Step: string(UpgradingKubelets)}, exitcode.Usage, "upgrading-kubelets reaches no state of its own in plan starlingx: run its host steps with --host NODE"},
+		{Run{Step: string(UpgradingKubelets)}, exitcode.Usage, "upgrading-kubelets reaches no state of its own in plan starlingx: run its host steps, then move on with upgrade-set"},
 		{Run{Step: string(UpgradingStorage)}, exitcode.Conflict, "upgraded-first-master -> upgrading-storage is not allowed"},
 		{Run{Step: string(UpgradingSecondMaster), Expect: string(UpgradingFirstMaster)}, exitcode.Conflict, "the upgrade is in upgraded-first-master, not upgrading-first-master as expected"},
 		{Run{Step: string(HostUpgradedKubelet), Host: "n"}, exitcode.Usage, "upgraded-kubelet is not a host step of plan starlingx; run one of: upgrading-control-plane, upgrading-kubelet, upgrading-etcd"},

@@ -64,7 +64,7 @@ func (r *Record) BeginRun(c Clock, run Run) (Runner, error) {
 		case st == nil || st.Name != to:
 			return Runner{}, exitcode.Usagef("%s is not a step of plan %s; run one of: %s", to, p.Name, join(p.runnable()))
 		case st.Reaches == "":
-			return Runner{}, exitcode.Usagef("%s reaches no state of its own in plan %s: run its host steps with --host NODE, then move on with upgrade-set", to, p.Name)
+			return Runner{}, exitcode.New(exitcode.Usage, &HostStepsError{Step: to, Plan: p.Name})
 		case run.Expect != "" && r.State != State(run.Expect):
 			return Runner{}, exitcode.Conflictf("the upgrade is in %s, not %s as expected; nothing was changed", r.State, run.Expect)
 		}
@@ -286,4 +286,16 @@ func (r *Record) Audit(c Clock, stuckAfter time.Duration, silent map[string]time
 	}
 	failed, err := r.Fail(c, fmt.Sprintf("stuck in %s for %s", r.State, age.Round(time.Second)))
 	return changed || failed, err
+}
+
+// HostStepsError is a step that reaches no state of its own: its work is
+// done by the host steps, one per node, so it cannot be run as a whole. It
+// is typed so that the caller can say how to run a host step.
+type HostStepsError struct {
+	Step State
+	Plan string
+}
+
+func (e *HostStepsError) Error() string {
+	return fmt.Sprintf("%s reaches no state of its own in plan %s: run its host steps, then move on with upgrade-set", e.Step, e.Plan)
 }

@@ -1,0 +1,67 @@
+package backup
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+)
+
+// PruneOptions removes old backups.
+type PruneOptions struct {
+	Backup *cmdutil.BackupFlags
+	Print  *cmdutil.PrintFlags
+	genericiooptions.IOStreams
+}
+
+// NewPruneOptions returns options with defaults.
+func NewPruneOptions(streams genericiooptions.IOStreams) *PruneOptions {
+	return &PruneOptions{Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(), IOStreams: streams}
+}
+
+// NewCmdBackupPrune builds backup prune.
+func NewCmdBackupPrune(streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewPruneOptions(streams)
+	cmd := &cobra.Command{
+		Use:     "prune --keep N",
+		Short:   "Remove the oldest backups beyond N of each ConfigMap",
+		Long:    "Remove, for each ConfigMap (each cluster, by the ConfigMap's uid) with backups in --backup-dir, its oldest backups beyond the newest N. Files the plugin did not write are never removed.",
+		Example: "  # Keep the 10 newest backups\n  kubectl kubeadmcfg backup prune --keep 10",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
+		},
+	}
+	cmd.Flags().IntVar(&o.Backup.Keep, "keep", o.Backup.Keep, "Number of newest backups to keep")
+	o.Backup.AddDirFlag(cmd)
+	o.Print.AddFlags(cmd)
+	return cmd
+}
+
+// Complete builds the printer.
+func (o *PruneOptions) Complete(*cobra.Command, []string) error { return o.Print.Complete() }
+
+// Validate checks --keep.
+func (o *PruneOptions) Validate() error { return o.Backup.Validate() }
+
+// Run prunes and prints what it removed.
+func (o *PruneOptions) Run(context.Context) error {
+	removed, err := o.Backup.Store().Prune(o.Backup.Keep)
+	if err != nil {
+		return err
+	}
+	if removed == nil {
+		removed = []string{}
+	}
+	if !o.Print.Human() {
+		return o.Print.Print(o.Out, map[string]any{"removed": removed})
+	}
+	for _, name := range removed {
+		fmt.Fprintf(o.Out, "removed %s\n", name)
+	}
+	fmt.Fprintf(o.ErrOut, "%d backups removed\n", len(removed))
+	return nil
+}

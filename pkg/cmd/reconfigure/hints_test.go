@@ -1,0 +1,77 @@
+package reconfigure
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	reconfigurenode "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
+)
+
+// pkg/reconfigure names no flag; the messages a user sees still do, word
+// for word as before the orchestration left this layer.
+func TestReconfigureHints(t *testing.T) {
+	cause := errors.New("open /m/.lock: permission denied")
+	stage := func(s reconfigurenode.Stage, code exitcode.Code, err error) error {
+		return &reconfigurenode.StageError{Stage: s, Err: exitcode.New(code, err)}
+	}
+	backupErr := &reconfigurenode.StageError{Stage: reconfigurenode.StageBackup,
+		Err: exitcode.New(exitcode.Failure, errors.New("back up the ClusterConfiguration to apply, nothing was changed: disk full"))}
+	for _, tc := range []struct {
+		name string
+		err  error
+		code exitcode.Code
+		want string
+	}{
+		{"lock", stage(reconfigurenode.StageLock, exitcode.Failure, cause), exitcode.Failure,
+			"open /m/.lock: permission denied; check --manifests-dir"},
+		{"busy", stage(reconfigurenode.StageLock, exitcode.Conflict, &controlplane.BusyError{Dir: "/m"}), exitcode.Conflict,
+			"another reconfigure is running on /m; wait for it to end"},
+		{"discover", stage(reconfigurenode.StageDiscover, exitcode.Failure, errors.New("no advertise address")), exitcode.Failure,
+			"no advertise address; give --advertise-address and --bind-port"},
+		{"kubeadm missing", stage(reconfigurenode.StageRender, exitcode.Failure, errors.New("exec: kubeadm: not found")), exitcode.Failure,
+			"exec: kubeadm: not found; check --kubeadm"},
+		{"kubeadm refuses", stage(reconfigurenode.StageRender, exitcode.Failure,
+			&controlplane.KubeadmError{Component: controlplane.APIServer, Err: errors.New("exit status 1"), Output: "bad"}), exitcode.Failure,
+			"kubeadm could not render the kube-apiserver manifest: exit status 1: bad"},
+		{"plan", stage(reconfigurenode.StagePlan, exitcode.NotFound, errors.New("no kube-apiserver manifest")), exitcode.NotFound,
+			"no kube-apiserver manifest; check --manifests-dir and --components"},
+		{"backup", backupErr, exitcode.Failure,
+			"back up the ClusterConfiguration to apply, nothing was changed: disk full; check --backup-dir"},
+		{"no mirror Pod", exitcode.New(exitcode.NotFound, &controlplane.NoMirrorPodError{Pod: "kube-system/kube-apiserver-cp-9"}), exitcode.NotFound,
+			"no mirror Pod kube-system/kube-apiserver-cp-9: without it there is no telling when the kubelet runs a new manifest (is --node-name this node's name?)"},
+		{"rolled back", exitcode.New(exitcode.RolledBack, errors.New("kube-apiserver did not become healthy")), exitcode.RolledBack,
+			"kube-apiserver did not become healthy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := hint(tc.err)
+			if diff := cmp.Diff(tc.want, err.Error()); diff != "" || exitcode.FromError(err) != tc.code {
+				t.Errorf("exit %d, want %d; (-want +got):\n%s", exitcode.FromError(err), tc.code, diff)
+			}
+		})
+	}
+
+	for _, tc := range []struct {
+		name    string
+		warning error
+		want    string
+	}{
+		{"partial, as the user named the components", &reconfigurenode.PartialError{Components: []controlplane.Component{controlplane.APIServer}},
+			"not recorded as the last known good: only kube-apiserver reconfigured"},
+		{"not healthy", &reconfigurenode.NotRecordedError{Err: errors.New("kube-scheduler: mirror Pod kube-system/kube-scheduler-cp-1 is not Ready")},
+			"not recorded as the last known good: kube-scheduler: mirror Pod kube-system/kube-scheduler-cp-1 is not Ready"},
+		{"not backed up", &reconfigurenode.NotRecordedError{Err: backupErr},
+			"not recorded as the last known good: back up the ClusterConfiguration to apply, nothing was changed: disk full; check --backup-dir"},
+		{"not recorded", &reconfigurenode.NotRecordedError{Healthy: true, Err: errors.New("record the last known good: read-only file system")},
+			"the node is healthy, but its last known good was not recorded: record the last known good: read-only file system"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, warning(tc.warning, []string{"kube-apiserver"})); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,238 @@
+// Package reconfigure is the reconfigure verb: it applies the
+// ClusterConfiguration to this node's control-plane static Pods. It reads
+// the flags, runs pkg/reconfigure (imported as reconfigurenode), which
+// drives pkg/controlplane, pkg/engine and pkg/backup, adds the flag that
+// fixes a failure, and prints the progress and the result.
+package reconfigure
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	reconfigurenode "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
+)
+
+const reconfigureLong = `Apply the ClusterConfiguration to this node's control-plane static Pods.
+
+Changing kubeadm-config changes nothing by itself: every control-plane node's
+static Pod manifests must be regenerated from it. reconfigure does that on the
+node it runs on. It builds the node's kubeadm config file from the live
+ClusterConfiguration (or a backup) and an InitConfiguration of the same
+apiVersion holding this node's own values, read back from its running
+kube-apiserver manifest as 'kubeadm upgrade node' does (the advertise endpoint
+annotation; the node name is the hostname) unless given. The real kubeadm
+renders the manifests ('kubeadm init phase control-plane COMPONENT --dry-run'
+into a private temporary directory), so nothing is rendered by hand and
+kubeadm writes nothing under /etc/kubernetes. Per-node values never go into
+the ConfigMap: reconfigure does not write it at all.
+
+A component whose rendered manifest equals the running one is left alone.
+The others are changed one at a time, kube-apiserver first, then
+kube-controller-manager, then kube-scheduler: the running manifest is backed
+up beside the ClusterConfiguration backups, replaced atomically, and then
+reconfigure waits until the kubelet runs the new one (its mirror Pod's
+kubernetes.io/config.hash changes, as kubeadm upgrade waits) and the
+component answers its manifest's own probe. While kube-apiserver restarts,
+the API may be down on this node: that is waited through. A component the
+kubelet reports crash-looping on its new manifest fails at once.
+
+If a component is not healthy within --wait, the previous manifests of every
+component this run changed are put back and waited for, and reconfigure exits
+8 (failed, node back on its previous configuration), or 9 when they do not
+come back healthy either (a component may be down; the error names it).
+Nothing else exits 8 or 9. After a fully healthy run, the ClusterConfiguration
+backup it applied becomes this node's last known good ('backup list' shows
+it), which --latest-good applies again.
+
+Progress goes to stderr: one line per change when stderr is not a terminal,
+nothing with -o.`
+
+const reconfigureExample = `  # See what would change on this node, without changing it
+  kubectl kubeadmcfg reconfigure --diff
+
+  # Apply the live ClusterConfiguration to this node's control plane
+  kubectl kubeadmcfg reconfigure
+
+  # Only the API server, with the node's kubeadm patches, waiting at most 2 minutes
+  kubectl kubeadmcfg reconfigure --components apiserver --patches /etc/kubernetes/patches --wait 2m
+
+  # Go back to the configuration this node last ran healthy
+  kubectl kubeadmcfg reconfigure --latest-good`
+
+// Options carries the ClusterConfiguration to this node's
+// control-plane static Pods.
+type Options struct {
+	Cluster *cmdutil.ClusterFlags
+	Backup  *cmdutil.BackupFlags
+	Print   *cmdutil.PrintFlags
+
+	Components   []string
+	FromBackup   string
+	LatestGood   bool
+	Node         clusterconfig.NodeConfig
+	ManifestsDir string
+	Kubeadm      string
+	Wait         time.Duration
+	DryRun       string
+	Diff         bool
+	NoRollback   bool
+	Key          string
+
+	components  []controlplane.Component
+	bindPortSet bool
+	engine      *engine.Engine
+	server      string
+	genericiooptions.IOStreams
+}
+
+// NewOptions returns options with defaults.
+func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
+	return &Options{
+		Cluster: cluster, Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(),
+		Components:   []string{string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler)},
+		ManifestsDir: "/etc/kubernetes/manifests", Kubeadm: "kubeadm", Wait: 5 * time.Minute,
+		DryRun: string(engine.DryRunNone), Key: engine.DefaultKey, IOStreams: streams,
+	}
+}
+
+// NewCmdReconfigure builds the reconfigure command.
+func NewCmdReconfigure(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewOptions(cluster, streams)
+	cmd := &cobra.Command{
+		Use:     "reconfigure",
+		Short:   "Apply the ClusterConfiguration to this node's control plane, health-checked, rolled back on failure",
+		Long:    reconfigureLong,
+		Example: reconfigureExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
+		},
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// AddFlags binds the options' flags.
+func (o *Options) AddFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringSliceVar(&o.Components, "components", o.Components, "Components to reconfigure, always in the order apiserver, controller-manager, scheduler")
+	fs.StringVar(&o.FromBackup, "from-backup", o.FromBackup, "Apply the ClusterConfiguration of this backup instead of the live one")
+	fs.BoolVar(&o.LatestGood, "latest-good", o.LatestGood, "Apply this node's last known good ClusterConfiguration (see 'backup list')")
+	cmdutil.AddNodeFlags(cmd, &o.Node, cmdutil.NodeHelp{
+		Name:    "This node's name, which names its mirror Pods (default: the hostname, lowercased)",
+		Address: "This node's API server advertise address (default: read from its kube-apiserver manifest)",
+		Port:    "This node's API server port, digits only, 1-65535 (default: read from its kube-apiserver manifest)",
+	})
+	fs.StringVar(&o.Node.PatchesDir, "patches", o.Node.PatchesDir, "Directory of kubeadm patches this node's manifests are rendered with")
+	fs.StringVar(&o.ManifestsDir, "manifests-dir", o.ManifestsDir, "The kubelet's static Pod manifests directory")
+	fs.StringVar(&o.Kubeadm, "kubeadm", o.Kubeadm, "The kubeadm binary that renders the manifests (1.37 or later)")
+	fs.DurationVar(&o.Wait, "wait", o.Wait, "How long each changed component may take to come up healthy before the rollback")
+	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `One of none, client. "client" (or --dry-run alone) prints the diff of each manifest that would change, and changes nothing`)
+	fs.Lookup("dry-run").NoOptDefVal = string(engine.DryRunClient)
+	fs.BoolVar(&o.Diff, "diff", o.Diff, "Print a unified diff of each manifest that would change, and change nothing (as --dry-run)")
+	fs.BoolVar(&o.NoRollback, "no-rollback", o.NoRollback, "Leave a component that does not come up as it is (debugging)")
+	fs.StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
+	o.Backup.AddFlags(cmd, false)
+	o.Print.AddFlags(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("components", cmdutil.FixedCompletion(
+		string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler)))
+	_ = cmd.RegisterFlagCompletionFunc("from-backup", cmdutil.CompleteBackupNames(o.Backup))
+	_ = cmd.RegisterFlagCompletionFunc("dry-run", cmdutil.FixedCompletion(string(engine.DryRunNone), string(engine.DryRunClient)))
+}
+
+// Complete fills the node name and builds the read-only client.
+func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
+	o.bindPortSet = cmd.Flags().Changed("bind-port")
+	if err := o.Print.Complete(); err != nil {
+		return err
+	}
+	if o.Node.Name == "" {
+		name, err := controlplane.NodeName()
+		if err != nil {
+			return exitcode.Failuref("cannot read the hostname for the node name (give --node-name): %w", err)
+		}
+		o.Node.Name = name
+	}
+	c, err := o.Cluster.Clients()
+	if err != nil {
+		return err
+	}
+	o.engine, o.server = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{}), c.Server
+	return nil
+}
+
+// Validate checks the flags without I/O.
+func (o *Options) Validate() error {
+	comps, err := controlplane.ParseComponents(o.Components)
+	if err != nil {
+		return exitcode.Usagef("--components: %w", err)
+	}
+	o.components = comps
+	if o.FromBackup != "" && o.LatestGood {
+		return exitcode.Usagef("give --from-backup or --latest-good, not both")
+	}
+	if err := cmdutil.ValidateNode(o.Node, o.bindPortSet); err != nil {
+		return err
+	}
+	switch o.DryRun {
+	case string(engine.DryRunNone), string(engine.DryRunClient):
+	case string(engine.DryRunServer):
+		return exitcode.Usagef(`--dry-run must be none or client, not "server": reconfigure changes files on this node, not objects in the API`)
+	default:
+		return exitcode.Usagef("--dry-run must be none or client, not %q", o.DryRun)
+	}
+	if o.Wait <= 0 {
+		return exitcode.Usagef("--wait must be positive, not %s", o.Wait)
+	}
+	if strings.TrimSpace(o.ManifestsDir) == "" {
+		return exitcode.Usagef("--manifests-dir must not be empty")
+	}
+	if strings.TrimSpace(o.Kubeadm) == "" {
+		return exitcode.Usagef("--kubeadm must not be empty")
+	}
+	if strings.TrimSpace(o.Key) == "" {
+		return exitcode.Usagef("--key must not be empty")
+	}
+	return o.Backup.Validate()
+}
+
+// dryRun reports whether the run only shows what would change.
+func (o *Options) dryRun() bool { return o.DryRun == string(engine.DryRunClient) || o.Diff }
+
+// Run renders, compares, applies and reports, with pkg/reconfigure.
+func (o *Options) Run(ctx context.Context) error {
+	p := newPrinter(o.ErrOut, o.Print.Human())
+	defer p.done()
+	rep, err := reconfigurenode.Run(ctx, reconfigurenode.Request{
+		Config: o.engine, Store: o.Backup.Store(), Keep: o.Backup.Keep, Server: o.server,
+		Source:     reconfigurenode.Source{Backup: o.FromBackup, LatestGood: o.LatestGood},
+		Node:       o.Node,
+		Components: o.components, ManifestsDir: o.ManifestsDir, Kubeadm: o.Kubeadm,
+		Wait: o.Wait, NoRollback: o.NoRollback, DryRun: o.dryRun(),
+		Progress: p.event,
+	})
+	err = hint(err)
+	if err != nil && rep == nil {
+		return err
+	}
+	res := newResult(rep, o.Components)
+	if err != nil {
+		// The apply failed: say what was done, rolled back or not.
+		p.done()
+		res.Error, res.ExitCode = exitcode.Message(err), int(exitcode.FromError(err))
+		if !o.Print.Human() {
+			_ = o.Print.Print(o.Out, res)
+		}
+		return err
+	}
+	return printResult(o.IOStreams, o.Print, res)
+}

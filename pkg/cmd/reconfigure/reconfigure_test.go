@@ -1,0 +1,47 @@
+package reconfigure
+
+import (
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/cmdtest"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+)
+
+var streams = genericiooptions.NewTestIOStreamsDiscard()
+
+func TestReconfigureValidate(t *testing.T) {
+	r := func(mutate func(o *Options)) *Options {
+		o := NewOptions(cmdutil.NewClusterFlags(), streams)
+		o.Node.Name = "cp-1"
+		mutate(o)
+		return o
+	}
+	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
+		{"defaults", r(func(*Options) {}), ""},
+		{"latest good, one component, dry run", r(func(o *Options) {
+			o.LatestGood, o.Components, o.DryRun = true, []string{"kube-apiserver"}, "client"
+		}), ""},
+		{"unknown component", r(func(o *Options) { o.Components = []string{"apiserver", "etcd"} }),
+			`--components: unknown component "etcd" (want apiserver, controller-manager or scheduler)`},
+		{"no component", r(func(o *Options) { o.Components = nil }),
+			"--components: no component given (want apiserver, controller-manager or scheduler)"},
+		{"two sources", r(func(o *Options) { o.FromBackup, o.LatestGood = "b", true }),
+			"give --from-backup or --latest-good, not both"},
+		{"node name", r(func(o *Options) { o.Node.Name = "CP_1" }),
+			`--node-name "CP_1": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
+		{"advertise address", r(func(o *Options) { o.Node.AdvertiseAddress = "cp-1" }),
+			`--advertise-address must be an IP address, not "cp-1"`},
+		{"bind port", r(func(o *Options) { o.bindPortSet, o.Node.BindPort = true, 70000 }),
+			"--bind-port must be between 1 and 65535, not 70000"},
+		{"server dry run", r(func(o *Options) { o.DryRun = "server" }),
+			`--dry-run must be none or client, not "server": reconfigure changes files on this node, not objects in the API`},
+		{"other dry run", r(func(o *Options) { o.DryRun = "all" }), `--dry-run must be none or client, not "all"`},
+		{"wait", r(func(o *Options) { o.Wait = 0 }), "--wait must be positive, not 0s"},
+		{"manifests dir", r(func(o *Options) { o.ManifestsDir = " " }), "--manifests-dir must not be empty"},
+		{"kubeadm", r(func(o *Options) { o.Kubeadm = "" }), "--kubeadm must not be empty"},
+		{"key", r(func(o *Options) { o.Key = "" }), "--key must not be empty"},
+		{"keep", r(func(o *Options) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
+	})
+}

@@ -1,0 +1,221 @@
+package upgrade
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
+)
+
+// Running the step's command: signals passed on, output kept, the outcome
+// summed up for the record.
+
+// The runner's own exit codes, as GNU timeout and the shells use them.
+const (
+	exitRunTimeout   = 124 // --run-timeout passed and the command was stopped
+	exitCannotInvoke = 126 // the command exists but cannot be run
+	exitNotFound     = 127 // no such command
+	exitSignalBase   = 128 // + the signal that ended the command
+	runKillAfter     = 10 * time.Second
+	runTailLines     = 5
+	runTailBytes     = 512
+)
+
+// runOutcome is how the command ended.
+type runOutcome struct {
+	started  bool
+	startErr error
+	exit     int    // the command's exit status, when it exited
+	signal   string // the signal that ended it
+	timedOut bool
+	passed   os.Signal // a signal passed on from the runner
+	code     int       // the runner's exit code
+	duration time.Duration
+	tail     string
+}
+
+// command is the step's command and where its input and output go.
+type command struct {
+	args           []string
+	in             io.Reader
+	stdout, stderr io.Writer
+	// timeout stops it, as --run-timeout does (0: no limit).
+	timeout time.Duration
+}
+
+// execute runs the command in its own process group, passes on signals,
+// enforces its timeout, and keeps the last lines of its output.
+func execute(c command, sigs <-chan os.Signal) *runOutcome {
+	out := &runOutcome{}
+	select {
+	case sig := <-sigs: // interrupted between the first write and the start
+		out.passed, out.signal = sig, sig.String()
+		out.code = exitSignalBase + signalNumber(sig)
+		return out
+	default:
+	}
+	tail := &tailBuffer{}
+	cmd := exec.Command(c.args[0], c.args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.in, io.MultiWriter(c.stdout, tail), io.MultiWriter(c.stderr, tail)
+	cmd.WaitDelay = 5 * time.Second // a child that keeps the output open cannot hold the runner
+	ownProcessGroup(cmd)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		out.startErr, out.code = err, exitCannotInvoke
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			out.code = exitNotFound
+		}
+		return out
+	}
+	out.started = true
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var timeout, kill <-chan time.Time
+	if c.timeout > 0 {
+		t := time.NewTimer(c.timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var waitErr error
+wait:
+	for {
+		select {
+		case sig := <-sigs:
+			out.passed = sig
+			signalGroup(cmd.Process, sig)
+		case <-timeout:
+			out.timedOut = true
+			signalGroup(cmd.Process, syscall.SIGTERM)
+			kill = time.After(runKillAfter)
+		case <-kill:
+			killGroup(cmd.Process)
+		case waitErr = <-done:
+			break wait
+		}
+	}
+	out.duration = time.Since(start)
+	out.tail = tail.last(runTailLines, runTailBytes)
+	ps := cmd.ProcessState
+	if ps == nil { // the wait itself failed: the outcome is unknown, so a failure
+		out.startErr, out.code = waitErr, 1
+		return out
+	}
+	if sig, n, ok := exitSignal(ps); ok {
+		out.signal, out.code = sig.String(), exitSignalBase+n
+	} else {
+		out.exit, out.code = ps.ExitCode(), ps.ExitCode()
+	}
+	if out.timedOut {
+		out.code = exitRunTimeout // as GNU timeout: stopped is failed, whatever it exited with
+	}
+	return out
+}
+
+// summary says in a few words how the command ended.
+func (out *runOutcome) summary(command []string) string {
+	name := command[0]
+	switch {
+	case out.started && out.startErr != nil:
+		return fmt.Sprintf("%s: the runner lost track of it: %s", name, out.startErr)
+	case out.startErr != nil:
+		return fmt.Sprintf("%s could not start: %s", name, out.startErr)
+	case !out.started:
+		return fmt.Sprintf("%s was not started: the runner got %s first", name, out.signal)
+	case out.timedOut:
+		return fmt.Sprintf("%s did not finish within --run-timeout and was stopped after %s", name, out.duration.Round(time.Second))
+	case out.signal != "":
+		by := ""
+		if out.passed != nil {
+			by = fmt.Sprintf(" (%s passed on from the runner)", out.passed)
+		}
+		return fmt.Sprintf("%s was killed by signal %s%s after %s", name, out.signal, by, out.duration.Round(time.Second))
+	case out.code == 0:
+		return fmt.Sprintf("%s succeeded in %s", name, out.duration.Round(time.Second))
+	}
+	return fmt.Sprintf("%s exited %d after %s", name, out.exit, out.duration.Round(time.Second))
+}
+
+// reason is what is recorded: the summary and the last lines of output.
+func (out *runOutcome) reason(command []string) string {
+	r := "upgrade-run: " + out.summary(command)
+	if out.tail != "" {
+		r += "; last output: " + out.tail
+	}
+	return upgradestate.BoundReason(r)
+}
+
+func signalNumber(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return int(s)
+	}
+	return int(syscall.SIGTERM)
+}
+
+// runID names one run: who, which process, and a random part, so that two
+// runs never share a heartbeat.
+func runID(identity string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s/%d/%s", identity, os.Getpid(), hex.EncodeToString(b))
+}
+
+// commandLine shows a command as a shell would take it back.
+func commandLine(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		quoted[i] = a
+	}
+	return strings.Join(quoted, " ")
+}
+
+// tailBuffer keeps the end of what is written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailKeep = 8 << 10
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*tailKeep {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-tailKeep:]...)
+	}
+	return len(p), nil
+}
+
+// last returns the last n non-empty lines, joined with " | ", at most
+// limit bytes (the end kept).
+func (t *tailBuffer) last(n, limit int) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var lines []string
+	for _, l := range strings.Split(string(t.buf), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	s := strings.Join(lines, " | ")
+	if len(s) > limit {
+		s = "..." + s[len(s)-limit+3:]
+	}
+	return strings.ToValidUTF8(s, "")
+}

@@ -1,0 +1,95 @@
+// Package reconfigure applies a ClusterConfiguration to one node's
+// control-plane static Pods, start to finish: it chooses the document (the
+// live one, a backup, the node's last known good, or one given pinned),
+// finds the node's own values, builds its kubeadm config file, has kubeadm
+// render the manifests, plans what changes, applies it one component at a
+// time with a health check and a rollback, keeps the manifests it replaces,
+// and records the node's last known good.
+//
+// It drives the domain packages that do each part: pkg/engine reads the
+// kubeadm-config ConfigMap and the mirror Pods, pkg/clusterconfig builds the
+// config file, pkg/controlplane renders, plans, locks and applies, and
+// pkg/backup keeps the ClusterConfiguration backups, the manifest backups
+// and the last known good records. The reconfigure verb and the agent run
+// the same Run, in process. Like every domain package it prints nothing and
+// names no flag: progress goes to a callback, warnings and outcomes come
+// back in the Report, and failures are typed errors (StageError) so that a
+// caller can say which setting to check.
+package reconfigure
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+)
+
+// Run reconfigures the node. Before anything changes it takes the manifests
+// directory's lock (not on a dry run), reads the document, renders and
+// plans; an error there is returned with a nil Report, and nothing was
+// changed. Once the plan is applied, a failure comes back with the Report of
+// what was done: controlplane's errors, exit code 8 when the node is back on
+// its previous manifests, 9 when the rollback failed too.
+func Run(ctx context.Context, req Request) (*Report, error) {
+	r := &run{req: req, components: req.Components}
+	if len(r.components) == 0 {
+		r.components = controlplane.Components()
+	}
+	if !req.DryRun {
+		unlock, err := controlplane.Lock(req.ManifestsDir)
+		if err != nil {
+			return nil, lockError(err)
+		}
+		defer unlock()
+	}
+	src, err := r.source(ctx)
+	if err != nil {
+		return nil, err
+	}
+	node, err := controlplane.Discover(req.ManifestsDir, req.Node)
+	if err != nil {
+		return nil, &StageError{Stage: StageDiscover, Err: exitcode.New(exitcode.Failure, err)}
+	}
+	file, err := clusterconfig.ConfigFile(src.document, src.apiVersion, node)
+	if err != nil {
+		return nil, exitcode.Failuref("build this node's kubeadm config file: %w", err)
+	}
+	r.emit(Event{Kind: EventRendering, Message: fmt.Sprintf("rendering the manifests of node %s (advertise address %s, port %d) with %s from %s",
+		node.Name, node.AdvertiseAddress, node.BindPort, req.Kubeadm, src.label)})
+	rendered, err := controlplane.Renderer{Kubeadm: req.Kubeadm}.Render(ctx, file, r.components)
+	if err != nil {
+		return nil, &StageError{Stage: StageRender, Err: exitcode.New(exitcode.Failure, err)}
+	}
+	plan, err := controlplane.NewPlan(req.ManifestsDir, rendered, r.components)
+	if err != nil {
+		return nil, &StageError{Stage: StagePlan, Err: err}
+	}
+	rep := &Report{Node: node.Name, Source: src.label, DryRun: req.DryRun, Plan: plan}
+	if src.backup != nil {
+		rep.Backup = src.backup.Name
+	}
+	if req.DryRun {
+		return rep, nil
+	}
+	opts := controlplane.Options{Node: node.Name, Pods: req.Config, Wait: req.Wait, NoRollback: req.NoRollback, Progress: r.emitApply}
+	if !plan.Changed() {
+		if err := r.markHealthy(ctx, src, plan, opts, rep); err != nil {
+			return nil, err
+		}
+		return rep, nil
+	}
+	applied, err := r.appliedBackup(src)
+	if err != nil {
+		return nil, err
+	}
+	rep.Backup = applied.Name
+	opts.Backup = &manifestBackups{store: req.Store, config: applied.Name, node: node.Name}
+	rep.Outcomes, err = controlplane.Apply(ctx, plan, opts)
+	if err != nil {
+		return rep, err
+	}
+	r.markLastGood(applied, rep)
+	return rep, nil
+}

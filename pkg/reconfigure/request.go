@@ -1,0 +1,89 @@
+package reconfigure
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+)
+
+// Request is one reconfiguration of a node.
+type Request struct {
+	// Config reads the kubeadm-config ConfigMap (its Target names the
+	// namespace, the ConfigMap and the key) and the node's mirror Pods.
+	Config *engine.Engine
+	// Store keeps the ClusterConfiguration backup a run applies, the
+	// manifests it replaces and the node's last known good. Keep bounds
+	// the backups of the ConfigMap; Server is recorded in them.
+	Store  *backup.Store
+	Keep   int
+	Server string
+	// Source chooses the ClusterConfiguration; the zero Source is the live
+	// one.
+	Source Source
+	// Node holds the node's own values. Name is required: it names the
+	// mirror Pods and the last known good (controlplane.NodeName reads the
+	// hostname). An empty AdvertiseAddress or BindPort is read from the
+	// node's kube-apiserver manifest; PatchesDir holds kubeadm patches.
+	Node clusterconfig.NodeConfig
+	// ManifestsDir is the kubelet's static Pod manifests directory.
+	ManifestsDir string
+	// Kubeadm is the kubeadm binary that renders the manifests.
+	Kubeadm string
+	// Components are reconfigured in controlplane.Components' order; nil
+	// is every one. Only a run over every component is recorded as the
+	// node's last known good.
+	Components []controlplane.Component
+	// Wait is how long each changed component may take to come up
+	// healthy before the rollback.
+	Wait time.Duration
+	// NoRollback leaves a component that does not come up as it is.
+	NoRollback bool
+	// DryRun stops after the plan: nothing is locked, backed up or changed.
+	DryRun bool
+	// Progress receives what the run does, as it does it; nil discards it.
+	Progress func(Event)
+}
+
+// Source chooses the ClusterConfiguration a run applies. The zero Source is
+// the live document of the kubeadm-config ConfigMap; at most one field is
+// set.
+type Source struct {
+	// Backup names a backup to apply instead.
+	Backup string
+	// LatestGood applies the node's last known good instead.
+	LatestGood bool
+	// Pinned applies the document of this copy of the kubeadm-config
+	// ConfigMap, read earlier, instead of the live one, so that every node
+	// of a rollout gets the same bytes whatever is written meanwhile. Its
+	// uid and resourceVersion say where it came from; the API is not read.
+	Pinned *corev1.ConfigMap
+}
+
+// Report is what a run did.
+type Report struct {
+	// Node is the node's name.
+	Node string
+	// Source says in words which ClusterConfiguration was applied.
+	Source string
+	// Backup is the ClusterConfiguration backup the run applied: the one
+	// it came from, or a backup of the live document taken for the run.
+	Backup string
+	DryRun bool
+	// Plan is every component considered, changed or not, in order.
+	Plan *controlplane.Plan
+	// Outcomes is what Apply did to each of Plan's components; nil when
+	// nothing had to change.
+	Outcomes []controlplane.Outcome
+	// LastKnownGood is the backup now recorded as the node's last known
+	// good, "" when none was recorded (Warnings says why).
+	LastKnownGood string
+	// Warnings are what the run went past without failing. They are errors
+	// so that a caller can tell them apart (errors.As) and add what would
+	// fix them: a StageError, a PartialError, or a wrapped cause.
+	Warnings []error
+}

@@ -1,0 +1,25 @@
+package reconfigure
+
+import "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+
+// run is one Run's state.
+type run struct {
+	req        Request
+	components []controlplane.Component
+}
+
+// allComponents reports whether every component is reconfigured, which a
+// last known good needs: it stands for the whole control plane.
+func (r *run) allComponents() bool {
+	return len(r.components) == len(controlplane.Components())
+}
+
+func (r *run) emit(e Event) {
+	if r.req.Progress != nil {
+		r.req.Progress(e)
+	}
+}
+
+func (r *run) emitApply(e controlplane.Event) {
+	r.emit(Event{Kind: EventComponent, Component: e})
+}
