@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
+	backupstore "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
@@ -124,7 +124,7 @@ func withHint(err error) error {
 		return exitcode.WithHint(err, "check with 'kubectl kubeadmcfg get' (or 'upgrade-status') before retrying")
 	case errors.Is(err, engine.ErrGaveUp) && exitcode.FromError(err) == exitcode.Conflict:
 		return exitcode.WithHint(err, "retry, or raise --timeout")
-	case errors.Is(err, backup.ErrNoDir):
+	case errors.Is(err, backupstore.ErrNoDir):
 		return exitcode.WithHint(err, "give one with --backup-dir or KUBEADMCFG_BACKUP_DIR")
 	case errors.As(err, &backupErr):
 		return exitcode.WithHint(err, "use --no-backup to skip it")
