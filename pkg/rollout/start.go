@@ -1,0 +1,259 @@
+package rollout
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
+)
+
+// How a rollout begins: started with a new document, or taken back by an
+// undo or the expiry of its try.
+
+// Spec is what a rollout is started with.
+type Spec struct {
+	// Target is the document to pin, byte for byte as kubeadm-config holds
+	// it, and TargetResourceVersion the version of kubeadm-config it was
+	// read from.
+	Target                []byte
+	TargetResourceVersion string
+	// Source is where Target came from: SourceLive (the default) for
+	// rollout start, or the write that made it.
+	Source Source
+	// Previous is what the nodes ran before, when the caller knows it: the
+	// document a patch, edit or restore replaced. Empty, the record's last
+	// successful target is taken, if there is one.
+	Previous                []byte
+	PreviousResourceVersion string
+	// Nodes are the nodes in the order they go.
+	Nodes []string
+	// Canary pauses the rollout after this many nodes are done (0: never).
+	Canary int
+	// Try puts the rollout on trial: unless confirmed within Try after its
+	// last node is done, it is reverted (0: no trial).
+	Try     time.Duration
+	Message string
+}
+
+// ErrNoRollout is returned (with exit code 5) by transitions that need a
+// rollout when none was ever started.
+var ErrNoRollout = errors.New("no rollout is recorded")
+
+// Start begins a rollout of spec.Target. It is refused while another
+// rollout is active (exit 4, naming it), and a try is refused when no
+// previous document is known to revert to.
+func (r *Record) Start(c Clock, spec Spec) error {
+	if err := spec.validate(); err != nil {
+		return err
+	}
+	if s := r.Status; s != nil && s.Phase.Active() {
+		return s.activeError()
+	}
+	prev, prevRef := r.lastGood()
+	if len(spec.Previous) > 0 {
+		prev, prevRef = spec.Previous, &Ref{Hash: Hash(spec.Previous), ResourceVersion: spec.PreviousResourceVersion}
+	}
+	if spec.Try > 0 && prevRef == nil {
+		return exitcode.Conflictf("no previous document is recorded, so a rollout on trial would have nothing to revert to")
+	}
+	source := spec.Source
+	if source == "" {
+		source = SourceLive
+	}
+	next := &Status{
+		ID: r.nextID(), Kind: KindRollout, Phase: Progressing,
+		Target:   Ref{Hash: Hash(spec.Target), ResourceVersion: spec.TargetResourceVersion, Source: source},
+		Previous: prevRef, Order: slices.Clone(spec.Nodes), Canary: spec.Canary,
+		StartedBy: c.By, StartedAt: c.now(), Message: upgrade.BoundReason(spec.Message), Nodes: pending(spec.Nodes),
+	}
+	if spec.Try > 0 {
+		next.Try = &Try{Duration: metav1.Duration{Duration: spec.Try}}
+	}
+	r.Target, r.Previous, r.Status = slices.Clone(spec.Target), slices.Clone(prev), next
+	return nil
+}
+
+func (spec *Spec) validate() error {
+	if len(spec.Target) == 0 {
+		return exitcode.Invalidf("the target document is empty")
+	}
+	switch spec.Source {
+	case "", SourceLive, SourcePatch, SourceEdit, SourceRestore:
+	default:
+		return exitcode.Usagef("a rollout's source is one of %s, %s, %s, %s, not %q", SourceLive, SourcePatch, SourceEdit, SourceRestore, spec.Source)
+	}
+	if len(spec.Nodes) == 0 {
+		return exitcode.Usagef("a rollout needs at least one node")
+	}
+	for i, n := range spec.Nodes {
+		if n == "" {
+			return exitcode.Usagef("node %d of the order has no name", i+1)
+		}
+		if slices.Contains(spec.Nodes[:i], n) {
+			return exitcode.Usagef("node %s is named twice in the order", n)
+		}
+	}
+	if spec.Canary < 0 || spec.Canary > 0 && spec.Canary >= len(spec.Nodes) {
+		return exitcode.Usagef("the canary must be from 0 to %d (fewer than the %d nodes), not %d", len(spec.Nodes)-1, len(spec.Nodes), spec.Canary)
+	}
+	if spec.Try < 0 {
+		return exitcode.Usagef("the try must not be negative, not %s", spec.Try)
+	}
+	return nil
+}
+
+// lastGood is what the nodes run as far as the record knows: the target of
+// a rollout that succeeded, or what a failed one carried as its previous
+// (the nodes after the failed one never left it). Nil when unknown.
+func (r *Record) lastGood() ([]byte, *Ref) {
+	s := r.Status
+	switch {
+	case s == nil:
+		return nil, nil
+	case s.Phase == Succeeded:
+		return r.Target, &Ref{Hash: s.Target.Hash, ResourceVersion: s.Target.ResourceVersion}
+	case s.Phase == Failed && s.Previous != nil:
+		return r.Previous, &Ref{Hash: s.Previous.Hash, ResourceVersion: s.Previous.ResourceVersion}
+	}
+	return nil, nil
+}
+
+func (r *Record) nextID() int64 {
+	var id int64
+	if r.Status != nil {
+		id = r.Status.ID
+	}
+	for _, h := range r.History {
+		id = max(id, h.ID)
+	}
+	return id + 1
+}
+
+func pending(names []string) []Node {
+	nodes := make([]Node, len(names))
+	for i, n := range names {
+		nodes[i] = Node{Name: n, Phase: NodePending}
+	}
+	return nodes
+}
+
+func (s *Status) activeError() error {
+	hint := "wait for it to end"
+	switch s.Phase {
+	case Paused:
+		hint = "resume it, or undo it"
+	case AwaitingConfirm:
+		hint = "confirm it, or undo it"
+	}
+	return exitcode.Conflictf("another rollout is active: rollout %d (%s) is %s, started by %s at %s; %s",
+		s.ID, s.Kind, s.Phase, s.StartedBy, stamp(s.StartedAt), hint)
+}
+
+// Undo takes the current rollout back: a new rollout of kind undo whose
+// target is the undone one's previous document, over the nodes it changed
+// (Updated, and RollbackFailed, whose state is unknown), in reverse order.
+// A rollout still paused or awaiting confirmation is stopped and goes to the
+// history as Undone. The document is put back by the caller, which then
+// calls MarkDocumentRestored; the undo does not end before that.
+func (r *Record) Undo(c Clock) error {
+	s := r.Status
+	if s == nil {
+		return exitcode.Conflictf("nothing to undo: %w", ErrNoRollout)
+	}
+	if n := s.inProgress(); n != nil {
+		return exitcode.Conflictf("node %s is in progress in rollout %d; wait for its turn to end, then undo", n.Name, s.ID)
+	}
+	switch s.Phase {
+	case Progressing:
+		return exitcode.Conflictf("rollout %d is Progressing; pause it first, then undo it", s.ID)
+	case Reverting:
+		return exitcode.Conflictf("rollout %d is Reverting; wait for it to end", s.ID)
+	}
+	if s.Previous == nil {
+		return exitcode.Conflictf("nothing to undo: no previous document is recorded for rollout %d", s.ID)
+	}
+	changed := s.changed(NodeUpdated, NodeRollbackFailed)
+	if len(changed) == 0 {
+		return exitcode.Conflictf("nothing to undo: rollout %d changed no node", s.ID)
+	}
+	id := r.nextID()
+	if s.Phase.Active() {
+		r.finish(c, Undone, fmt.Sprintf("undone by rollout %d while %s", id, s.Phase))
+	}
+	r.takeBack(c, id, KindUndo, changed, fmt.Sprintf("undoes rollout %d", s.ID))
+	return nil
+}
+
+// ExpireTry reverts a rollout whose try ran out unconfirmed: it goes to the
+// history as Reverted, and a rollout of kind revert takes its nodes that
+// were Updated back, in reverse order. Any agent may call it once the
+// deadline has passed on the server's clock; one that comes second finds
+// the revert made (changed false).
+func (r *Record) ExpireTry(c Clock) (changed bool, err error) {
+	s := r.Status
+	switch {
+	case s == nil:
+		return false, exitcode.New(exitcode.NotFound, ErrNoRollout)
+	case s.Kind == KindRevert:
+		return false, nil
+	case s.Phase != AwaitingConfirm:
+		return false, exitcode.Conflictf("rollout %d is %s, not awaiting confirmation: it has no try to expire", s.ID, s.Phase)
+	case !s.TryExpired(c.Now):
+		return false, exitcode.Conflictf("the try of rollout %d ends at %s: it has not expired", s.ID, stamp(s.Try.Deadline))
+	}
+	id := r.nextID()
+	r.finish(c, Reverted, fmt.Sprintf("not confirmed by %s; reverted by rollout %d", stamp(s.Try.Deadline), id))
+	r.takeBack(c, id, KindRevert, s.changed(NodeUpdated), fmt.Sprintf("reverts rollout %d, not confirmed by %s", s.ID, stamp(s.Try.Deadline)))
+	return true, nil
+}
+
+// TryExpired reports whether the rollout awaits a confirmation that did not
+// come by its deadline: then ExpireTry reverts it.
+func (s *Status) TryExpired(now time.Time) bool {
+	return s != nil && s.Phase == AwaitingConfirm && s.Try != nil && now.After(s.Try.Deadline)
+}
+
+// changed lists, last first, the nodes in one of the phases.
+func (s *Status) changed(phases ...NodePhase) []string {
+	var names []string
+	for i := len(s.Nodes) - 1; i >= 0; i-- {
+		if slices.Contains(phases, s.Nodes[i].Phase) {
+			names = append(names, s.Nodes[i].Name)
+		}
+	}
+	return names
+}
+
+// takeBack replaces the status with rollout id of kind, from the current
+// target back to its previous document over nodes.
+func (r *Record) takeBack(c Clock, id int64, kind Kind, nodes []string, message string) {
+	s := r.Status
+	source := SourceUndo
+	if kind == KindRevert {
+		source = SourceRevert
+	}
+	r.Status = &Status{
+		ID: id, Kind: kind, Phase: running(kind),
+		Target:   Ref{Hash: s.Previous.Hash, ResourceVersion: s.Previous.ResourceVersion, Source: source},
+		Previous: &Ref{Hash: s.Target.Hash, ResourceVersion: s.Target.ResourceVersion},
+		Order:    slices.Clone(nodes), StartedBy: c.By, StartedAt: c.now(), Message: message, Nodes: pending(nodes),
+	}
+	if nodes == nil {
+		r.Status.Order, r.Status.Nodes = []string{}, []Node{}
+	}
+	r.Target, r.Previous = r.Previous, r.Target
+}
+
+func (s *Status) inProgress() *Node {
+	for i := range s.Nodes {
+		if s.Nodes[i].Phase == NodeInProgress {
+			return &s.Nodes[i]
+		}
+	}
+	return nil
+}
