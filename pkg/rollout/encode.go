@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/managed"
 )
@@ -102,7 +103,7 @@ func document(data map[string]string, key string, ref *Ref) ([]byte, error) {
 // unmarshalStrict reads YAML the record holds, refusing unknown fields and
 // keys given twice. The record is bounded by MaxRecordBytes before.
 func unmarshalStrict(data string, v any) error {
-	return yaml.UnmarshalStrict([]byte(data), v)
+	return input.UnmarshalStrict([]byte(data), v)
 }
 
 // ToConfigMap stores the record in cm's data, labelled as managed by the

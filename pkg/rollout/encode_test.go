@@ -141,6 +141,8 @@ func TestDamagedRecords(t *testing.T) {
 			`data.status: error unmarshaling JSON: while decoding JSON: json: unknown field "retries"`},
 		{"a key twice", edit(KeyStatus, "kind: rollout\n", "kind: rollout\nkind: undo\n"), KeyStatus,
 			`data.status: error converting YAML to JSON: yaml: unmarshal errors:` + "\n" + `  line 3: key "kind" already set in map`},
+		{"an anchor", edit(KeyStatus, "kind: rollout\n", "kind: &k rollout\n"), KeyStatus,
+			`data.status: YAML anchor &k on line 2: anchors and aliases are not accepted, as they can make a small file expand beyond any limit; write the value out in full`},
 		{"a bad time", edit(KeyStatus, "startedAt: \"2026-11-30T12:01:40Z\"\nstartedBy", "startedAt: yesterday\nstartedBy"), KeyStatus,
 			`data.status: error unmarshaling JSON: while decoding JSON: parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006"`},
 		{"empty status", func(d map[string]string) { d[KeyStatus] = "" }, KeyStatus,
