@@ -1,0 +1,111 @@
+package rollout
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+)
+
+// What an agent publishes about its node, and how others judge whether it is
+// alive. Every agent holds one Lease, named after its node and renewed on the
+// API server's clock; the Lease carries the node's state in an annotation.
+// The agent writes it; `rollout start` (its preflight), `rollout status` and
+// `nodes` read it, from the API alone, without access to the nodes.
+
+// AgentLabel marks an agent's Lease; its value is the node's name, so one
+// selector lists every agent.
+const AgentLabel = "kubeadmcfg.io/agent"
+
+// NodeStateAnnotation holds the node's State as JSON on the agent's Lease.
+const NodeStateAnnotation = "kubeadmcfg.io/node-state"
+
+// DefaultHeartbeat is how often an agent renews its Lease, and
+// DefaultStaleAfter how long a Lease may go unrenewed before the agent is
+// taken for lost: three missed renewals.
+const (
+	DefaultHeartbeat  = 10 * time.Second
+	DefaultStaleAfter = 3 * DefaultHeartbeat
+)
+
+// AgentLeaseName is the name of the Lease the agent of node holds. Lease
+// names are DNS subdomains, as node names are, so every node name fits
+// once the prefix leaves room (253 characters in all).
+func AgentLeaseName(node string) string { return "kubeadmcfg-agent-" + node }
+
+// NodeState is what an agent last found on its node: whether the node runs
+// what the live ClusterConfiguration renders to, and if not, which
+// components differ.
+type NodeState struct {
+	// AgentVersion is the plugin version the agent runs.
+	AgentVersion string `json:"agentVersion"`
+	// InSync is true when every component's running manifest is what the
+	// live ClusterConfiguration (LiveHash, at LiveResourceVersion) renders
+	// to on this node.
+	InSync bool `json:"inSync"`
+	// Differs names the components whose running manifest differs.
+	Differs             []string `json:"differs,omitempty"`
+	LiveHash            string   `json:"liveHash,omitempty"`
+	LiveResourceVersion string   `json:"liveResourceVersion,omitempty"`
+	// LastKnownGood is the backup this node last ran healthy on.
+	LastKnownGood string `json:"lastKnownGood,omitempty"`
+	// CheckedAt is when the state was found, on the API server's clock
+	// (RFC 3339).
+	CheckedAt string `json:"checkedAt"`
+	// Error says why the state could not be found, when it could not;
+	// InSync is then false and Differs empty.
+	Error string `json:"error,omitempty"`
+}
+
+// AgentOf reads the node and the state an agent Lease carries. ok is false
+// for a Lease that is not an agent's; a state that does not decode is an
+// error (exit 3), never taken for "in sync".
+func AgentOf(l *coordinationv1.Lease) (node string, state *NodeState, ok bool, err error) {
+	node, ok = l.Labels[AgentLabel]
+	if !ok || l.Name != AgentLeaseName(node) {
+		return "", nil, false, nil
+	}
+	raw, published := l.Annotations[NodeStateAnnotation]
+	if !published {
+		return node, nil, true, nil
+	}
+	var s NodeState
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return node, nil, true, exitcode.Invalidf("lease %s/%s: annotation %s is not a node state: %w", l.Namespace, l.Name, NodeStateAnnotation, err)
+	}
+	return node, &s, true, nil
+}
+
+// SetNodeState stores s on the agent's Lease.
+func SetNodeState(l *coordinationv1.Lease, s NodeState) error {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode the node state: %w", err)
+	}
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[NodeStateAnnotation] = string(raw)
+	return nil
+}
+
+// LastSeen is how long ago, on the API server's clock now, the agent's
+// Lease was last renewed. ok is false when it carries no renewTime.
+func LastSeen(l *coordinationv1.Lease, now time.Time) (age time.Duration, ok bool) {
+	if l.Spec.RenewTime == nil {
+		return 0, false
+	}
+	return now.Sub(l.Spec.RenewTime.Time), true
+}
+
+// Alive reports whether the agent renewed its Lease within staleAfter of
+// now. now must be the API server's time (engine.ServerClock): the agent
+// stamps renewTime with the server's clock too, so no host's own clock
+// decides.
+func Alive(l *coordinationv1.Lease, now time.Time, staleAfter time.Duration) bool {
+	age, ok := LastSeen(l, now)
+	return ok && age <= staleAfter
+}
