@@ -1,0 +1,42 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/managed"
+)
+
+// Event records a transition of cm as a Kubernetes Event on it, so that
+// `kubectl describe configmap` shows the history of the objects the plugin
+// keeps state in. eventType is corev1.EventTypeNormal or
+// corev1.EventTypeWarning; reason is a CamelCase word ("NodeStarted"). An
+// Event is a record for people, not state: a caller goes on when it cannot
+// be written, and reports the error as a warning.
+func (e *Engine) Event(ctx context.Context, cm *corev1.ConfigMap, eventType, reason, message string) error {
+	ctx, cancel := context.WithTimeout(ctx, min(e.opts.Timeout, 5*time.Second))
+	defer cancel()
+	now := metav1.NewTime(time.Now())
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: cm.Name + ".",
+			Namespace:    cm.Namespace,
+			Labels:       map[string]string{managed.Label: managed.By},
+		},
+		InvolvedObject: corev1.ObjectReference{
+			APIVersion: "v1", Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name,
+			UID: cm.UID, ResourceVersion: cm.ResourceVersion,
+		},
+		Type: eventType, Reason: reason, Message: message,
+		Source:         corev1.EventSource{Component: managed.By, Host: Hostname()},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	if _, err := e.client.CoreV1().Events(cm.Namespace).Create(ctx, ev, metav1.CreateOptions{FieldManager: managed.By}); err != nil {
+		return APIError(err, "create", fmt.Sprintf("event on configmap %s/%s", cm.Namespace, cm.Name))
+	}
+	return nil
+}
