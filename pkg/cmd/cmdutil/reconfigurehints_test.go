@@ -1,10 +1,11 @@
-package reconfigure
+package cmdutil
 
 import (
 	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -14,6 +15,8 @@ import (
 // pkg/reconfigure names no flag; the messages a user sees still do, word
 // for word as before the orchestration left this layer.
 func TestReconfigureHints(t *testing.T) {
+	cmd := &cobra.Command{}
+	cmd.Flags().StringSlice("components", nil, "")
 	cause := errors.New("open /m/.lock: permission denied")
 	stage := func(s reconfigurenode.Stage, code exitcode.Code, err error) error {
 		return &reconfigurenode.StageError{Stage: s, Err: exitcode.New(code, err)}
@@ -47,7 +50,7 @@ func TestReconfigureHints(t *testing.T) {
 			"kube-apiserver did not become healthy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := hint(tc.err)
+			err := ReconfigureHint(cmd, tc.err)
 			if diff := cmp.Diff(tc.want, err.Error()); diff != "" || exitcode.FromError(err) != tc.code {
 				t.Errorf("exit %d, want %d; (-want +got):\n%s", exitcode.FromError(err), tc.code, diff)
 			}
@@ -69,9 +72,17 @@ func TestReconfigureHints(t *testing.T) {
 			"the node is healthy, but its last known good was not recorded: record the last known good: read-only file system"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, warning(tc.warning, []string{"kube-apiserver"})); diff != "" {
+			if diff := cmp.Diff(tc.want, ReconfigureWarning(cmd, tc.warning, []string{"kube-apiserver"})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// The agent has no --components: its hint names the flag it has.
+func TestReconfigureHintWithoutComponents(t *testing.T) {
+	err := &reconfigurenode.StageError{Stage: reconfigurenode.StagePlan, Err: exitcode.New(exitcode.NotFound, errors.New("no kube-apiserver manifest"))}
+	if got, want := ReconfigureHint(&cobra.Command{}, err).Error(), "no kube-apiserver manifest; check --manifests-dir"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

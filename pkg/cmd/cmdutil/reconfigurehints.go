@@ -1,22 +1,28 @@
-package reconfigure
+package cmdutil
 
 import (
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	reconfigurenode "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
 )
 
-// hint adds to an error of pkg/reconfigure the flag that fixes
-// it: the domain package says at which stage a run stopped, this layer
-// knows which flag governs that stage.
-func hint(err error) error {
+// The flags that fix what a reconfiguration of a node runs into, for every
+// verb that runs one with the node flags: reconfigure, and the agent,
+// which logs them.
+
+// ReconfigureHint adds to an error of pkg/reconfigure the flag of cmd that
+// fixes it: the domain package says at which stage a run stopped, this
+// layer knows which flag governs that stage.
+func ReconfigureHint(cmd *cobra.Command, err error) error {
 	var notRecorded *reconfigurenode.NotRecordedError
 	if errors.As(err, &notRecorded) {
-		return &reconfigurenode.NotRecordedError{Healthy: notRecorded.Healthy, Err: hint(notRecorded.Err)}
+		return &reconfigurenode.NotRecordedError{Healthy: notRecorded.Healthy, Err: ReconfigureHint(cmd, notRecorded.Err)}
 	}
 	var noMirrorPod *controlplane.NoMirrorPodError
 	if errors.As(err, &noMirrorPod) {
@@ -35,17 +41,19 @@ func hint(err error) error {
 		return exitcode.WithHint(err, "give --advertise-address and --bind-port")
 	case stage.Stage == reconfigurenode.StageRender && !errors.As(err, &kubeadm):
 		return exitcode.WithHint(err, "check --kubeadm")
-	case stage.Stage == reconfigurenode.StagePlan:
+	case stage.Stage == reconfigurenode.StagePlan && cmd.Flags().Lookup("components") != nil:
 		return exitcode.WithHint(err, "check --manifests-dir and --components")
+	case stage.Stage == reconfigurenode.StagePlan:
+		return exitcode.WithHint(err, "check --manifests-dir")
 	case stage.Stage == reconfigurenode.StageBackup:
 		return exitcode.WithHint(err, "check --backup-dir")
 	}
 	return err
 }
 
-// warning words one of the run's warnings, with the flag that fixes it;
-// components are the --components as given.
-func warning(w error, components []string) string {
+// ReconfigureWarning words one of the run's warnings, with the flag of
+// cmd that fixes it; components are the --components as given.
+func ReconfigureWarning(cmd *cobra.Command, w error, components []string) string {
 	var partial *reconfigurenode.PartialError
 	var notRecorded *reconfigurenode.NotRecordedError
 	switch {
@@ -53,7 +61,7 @@ func warning(w error, components []string) string {
 		// The components as the user named them.
 		return "not recorded as the last known good: only " + strings.Join(components, ",") + " reconfigured"
 	case errors.As(w, &notRecorded):
-		return hint(notRecorded).Error()
+		return ReconfigureHint(cmd, notRecorded).Error()
 	}
 	return exitcode.Message(w)
 }
