@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
@@ -31,9 +30,8 @@ const (
 // growing pause, and handle sees the copy read. onError hears of every read
 // or watch that failed; Follow itself goes on.
 //
-// Reading a ConfigMap that does not exist lists it by name (its
-// collection's resourceVersion starts the watch): that takes list on the
-// name, as watch does.
+// Each read lists the ConfigMap by name (the collection's resourceVersion
+// starts the watch): that takes list on the name, as watch does.
 func (e *Engine) Follow(ctx context.Context, handle func(cm *corev1.ConfigMap), onError func(error)) error {
 	pause := followMinBackoff
 	for {
@@ -72,19 +70,15 @@ func (e *Engine) Follow(ctx context.Context, handle func(cm *corev1.ConfigMap), 
 
 // Current reads the ConfigMap (nil when it does not exist) and the
 // resourceVersion a watch of it starts from, bounded by the timeout: a
-// follower reads it again this way without waiting for a change.
+// follower reads it again this way without waiting for a change. It lists
+// the ConfigMap by name: the list's resourceVersion is the collection's,
+// newer than the object's own, which an API server that restarted since
+// the object last changed may no longer serve a watch from.
 func (e *Engine) Current(ctx context.Context) (*corev1.ConfigMap, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
-	cms := e.client.CoreV1().ConfigMaps(e.target.Namespace)
-	cm, err := cms.Get(ctx, e.target.Name, metav1.GetOptions{})
-	if err == nil {
-		return cm, cm.ResourceVersion, nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return nil, "", APIError(err, "get", e.target.String())
-	}
-	list, err := cms.List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", e.target.Name).String()})
+	list, err := e.client.CoreV1().ConfigMaps(e.target.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", e.target.Name).String()})
 	if err != nil {
 		return nil, "", APIError(err, "list", e.target.String())
 	}
