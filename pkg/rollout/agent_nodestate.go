@@ -50,8 +50,8 @@ func (a *Agent) refreshState(ctx context.Context, force bool) {
 
 // nodeState renders the live document for this node with kubeadm and
 // compares the result with the running manifests.
-func (a *Agent) nodeState(ctx context.Context) NodeState {
-	st := NodeState{AgentVersion: a.cfg.Version}
+func (a *Agent) nodeState(ctx context.Context) (st NodeState) {
+	st.AgentVersion = a.cfg.Version
 	defer func() { st.CheckedAt = stamp(a.cfg.Clock.Now()) }()
 	t := a.cfg.Config.Target()
 	if lg, err := a.cfg.Store.LastGood(t.Namespace, t.Name, a.cfg.Node.Name); err == nil {
