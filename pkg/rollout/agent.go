@@ -150,18 +150,8 @@ func (a *Agent) Identity() string { return a.cfg.Identity }
 // It returns an error when the Lease cannot be taken (another agent of the
 // node is alive: exit code 4) or is taken over while it runs.
 func (a *Agent) Run(ctx context.Context) error {
-	lease, err := a.cfg.Record.HoldLease(ctx, engine.HeldLeaseSpec{
-		Name: AgentLeaseName(a.cfg.Node.Name), Holder: a.cfg.Identity,
-		Labels:   map[string]string{AgentLabel: a.cfg.Node.Name},
-		Interval: a.cfg.Heartbeat, Duration: a.cfg.StaleAfter, Now: a.cfg.Clock.Now,
-		Free: func(l *coordinationv1.Lease) bool { return !Alive(l, a.cfg.Clock.Now(), a.cfg.StaleAfter) },
-	})
+	lease, err := a.holdLease(ctx)
 	if err != nil {
-		var held *engine.HeldByAnotherError
-		if errors.As(err, &held) {
-			return exitcode.Conflictf("another agent of node %s is alive (%s holds lease %s); stop it first, or wait %s after it stopped: %w",
-				a.cfg.Node.Name, held.Holder, held.Lease, a.cfg.StaleAfter, err)
-		}
 		return err
 	}
 	a.lease = lease
@@ -213,6 +203,41 @@ func (a *Agent) Run(ctx context.Context) error {
 			return a.stop()
 		}
 		resync.Reset(a.nextResync())
+	}
+}
+
+// holdLease takes the node's Lease. One an earlier agent renewed lately
+// (it was just killed, or is being replaced) is waited for until it goes
+// stale, for up to twice StaleAfter; an agent that goes on renewing it is
+// alive, and this one gives way (exit 4).
+func (a *Agent) holdLease(ctx context.Context) (*engine.HeldLease, error) {
+	deadline := time.Now().Add(2 * a.cfg.StaleAfter)
+	waiting := false
+	for {
+		lease, err := a.cfg.Record.HoldLease(ctx, engine.HeldLeaseSpec{
+			Name: AgentLeaseName(a.cfg.Node.Name), Holder: a.cfg.Identity,
+			Labels:   map[string]string{AgentLabel: a.cfg.Node.Name},
+			Interval: a.cfg.Heartbeat, Duration: a.cfg.StaleAfter, Now: a.cfg.Clock.Now,
+			Free: func(l *coordinationv1.Lease) bool { return !Alive(l, a.cfg.Clock.Now(), a.cfg.StaleAfter) },
+		})
+		var held *engine.HeldByAnotherError
+		if !errors.As(err, &held) {
+			return lease, err
+		}
+		if time.Now().After(deadline) {
+			return nil, exitcode.Conflictf("another agent of node %s is alive (%s holds lease %s and renews it); stop it first: %w",
+				a.cfg.Node.Name, held.Holder, held.Lease, err)
+		}
+		if !waiting {
+			waiting = true
+			a.log(true, "LeaseHeld", "lease %s is held by %s, renewed lately: waiting up to %s for it to go stale",
+				held.Lease, held.Holder, 2*a.cfg.StaleAfter)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, exitcode.Failuref("interrupted while waiting for lease %s", held.Lease)
+		case <-time.After(a.cfg.Heartbeat / 2):
+		}
 	}
 }
 

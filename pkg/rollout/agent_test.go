@@ -52,7 +52,7 @@ func testAgent(t *testing.T, r *Record, doc []byte) (a *Agent, client *fake.Clie
 		Config: engine.New(client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey},
 			engine.Options{Validation: engine.ValidationIgnore}),
 		Clock: &engine.ServerClock{Local: func() time.Time { return ts(100) }}, Store: &backup.Store{Dir: t.TempDir()},
-		Node: clusterconfig.NodeConfig{Name: "cp-0"}, Identity: "agent/cp-0/1",
+		Node: clusterconfig.NodeConfig{Name: "cp-0"}, Identity: "agent/cp-0/1", Heartbeat: 50 * time.Millisecond, StaleAfter: 200 * time.Millisecond,
 		Log: func(e AgentEvent) { events = append(events, e) },
 	})
 	if err != nil {
@@ -220,18 +220,19 @@ func TestAgentLeaseTakeover(t *testing.T) {
 	holder := "agent/cp-0/old"
 	renewed := func(sec int) *metav1.MicroTime { m := metav1.NewMicroTime(ts(sec)); return &m }
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: AgentLeaseName("cp-0")},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: renewed(95)}}
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: renewed(100)}}
 	leases := client.CoordinationV1().Leases("kube-system")
 	if _, err := leases.Create(context.Background(), lease, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// The clock stays at 100s: the lease stays fresh while it is waited for.
 	err := a.Run(ctx)
-	if exitcode.FromError(err) != exitcode.Conflict || !strings.Contains(err.Error(), "another agent of node cp-0 is alive (agent/cp-0/old holds lease kubeadmcfg-agent-cp-0)") {
+	if exitcode.FromError(err) != exitcode.Conflict || !strings.Contains(err.Error(), "another agent of node cp-0 is alive (agent/cp-0/old holds lease kubeadmcfg-agent-cp-0 and renews it)") {
 		t.Fatalf("a fresh lease: want exit 4 naming the holder, got %v", err)
 	}
-	lease.Spec.RenewTime = renewed(60) // 40s ago: past 3 heartbeats
+	lease.Spec.RenewTime = renewed(99) // a second ago: past StaleAfter
 	if _, err := leases.Update(context.Background(), lease, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
