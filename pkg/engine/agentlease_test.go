@@ -101,7 +101,9 @@ func TestHeldLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Annotate("kubeadmcfg.io/node-state", `{"inSync":false}`)
-	waitFor("came back", func(l *coordinationv1.Lease) bool { return l.Annotations["kubeadmcfg.io/node-state"] == `{"inSync":false}` })
+	waitFor("came back", func(l *coordinationv1.Lease) bool {
+		return l.Annotations["kubeadmcfg.io/node-state"] == `{"inSync":false}`
+	})
 	// Taken over by another holder: the next renewal finds out and stops.
 	other := get()
 	holder := "another"
