@@ -185,7 +185,7 @@ func (a *Agent) finish(ctx context.Context, id int64, o Outcome, cause error) {
 		return true, r.FinishNode(a.clock(), id, a.cfg.Node.Name, o)
 	})
 	if err != nil {
-		a.log(true, "FinishFailed", "node %s ended %s, but the record could not say so: %s; it is written again when the agent restarts (the node resumes)",
+		a.log(true, "FinishFailed", "node %s ended %s, but the record could not say so: %s; the node is resumed and its outcome written on the next change or resync",
 			a.cfg.Node.Name, o.Phase, exitcode.Message(err))
 		return
 	}
