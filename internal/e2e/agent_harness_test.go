@@ -86,11 +86,17 @@ func startAgentCluster(t *testing.T) *agentCluster {
 		}, nil)
 	}()
 	t.Cleanup(func() { stop(); <-done })
+	// The agents run with the rights hack/rbac.yaml gives the DaemonSet's
+	// ServiceAccount, and no more.
+	wantExit(t, runLong(t, time.Minute, "kubectl", "apply", "-f", "../../hack/rbac.yaml", "--kubeconfig", c.Kubeconfig), 0)
 	for _, name := range c.names() {
 		c.startAgent(t, name)
 	}
 	return c
 }
+
+// agentIdentity is whom the agents act as: the DaemonSet's ServiceAccount.
+const agentIdentity = "system:serviceaccount:kube-system:kubeadmcfg-agent"
 
 func (c *agentCluster) names() []string {
 	var names []string
@@ -132,7 +138,7 @@ func (c *agentCluster) startAgent(t *testing.T, name string) *agentProcess {
 	t.Helper()
 	n := c.node(t, name)
 	args := append([]string{"kubeadmcfg", "agent", "--heartbeat-interval", agentHeartbeat.String(), "--wait", "90s",
-		"--stop-grace", "20s", "--kubeconfig", c.Kubeconfig}, n.flags()...)
+		"--stop-grace", "20s", "--kubeconfig", c.Kubeconfig, "--as", agentIdentity}, n.flags()...)
 	p := &agentProcess{cmd: exec.Command("kubectl", args...), done: make(chan struct{})}
 	p.cmd.Stderr = &p.log
 	if err := p.cmd.Start(); err != nil {
