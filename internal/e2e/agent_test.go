@@ -39,6 +39,7 @@ func TestAgent(t *testing.T) {
 		{"a bad flag fails the first node, which rolls back; the others are untouched", agentBadFlag},
 		{"a record edited into garbage is reported and changes nothing", agentGarbage},
 		{"an agent SIGKILLed mid-apply is seen lost, and restarted it completes its node", agentKilled},
+		{"an agent SIGKILLed while a bad flag crashes: restarted, it puts the node back on its manifests from before", agentKilledBadFlag},
 		{"a try not confirmed is reverted by the agents; a confirmed one stays", agentTry},
 		{"SIGTERM stops an agent cleanly: exit 0, no lease left", agentStop},
 	}
@@ -228,6 +229,47 @@ func agentKilled(t *testing.T, c *agentCluster) {
 		}
 	}
 	c.wantOneAtATime(t)
+}
+
+func agentKilledBadFlag(t *testing.T, c *agentCluster) {
+	before := c.allManifests(t)
+	good := c.liveDocument(t)
+	c.patch(t, "--set", "apiServer.extraArgs.no-such-flag=2")
+	first := c.node(t, "cp-0")
+	updates := first.Runner.Stats("kube-apiserver").Updates
+	id := c.start(t, 0)
+	deadline := time.Now().Add(3 * time.Minute)
+	for first.Runner.Stats("kube-apiserver").Updates == updates {
+		if time.Now().After(deadline) {
+			t.Fatal("cp-0's kube-apiserver manifest was never replaced")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.kill(t, "cp-0", syscall.SIGKILL)
+	if n, _ := c.current(t).Status.Lookup("cp-0"); n.Phase != rollout.NodeInProgress {
+		t.Fatalf("cp-0 is not in progress when its agent is killed: %+v", n)
+	}
+	c.startAgent(t, "cp-0")
+	s := c.waitEnded(t, 6*time.Minute)
+	if s.ID != id || s.Phase != rollout.Failed {
+		t.Fatalf("rollout %d: want Failed, got %+v", id, s)
+	}
+	n := s.Nodes[0]
+	if n.Phase != rollout.NodeRolledBack || n.Starts != 1 || n.Resumes != 1 ||
+		!strings.Contains(n.Message, "the node is back on its manifests from before the rollout") {
+		t.Errorf("cp-0: want RolledBack by the resume, started once, got %+v", n)
+	}
+	after := c.allManifests(t)
+	for _, name := range c.names() {
+		if diff := cmpManifests(before[name], after[name]); diff != "" {
+			t.Errorf("%s: the manifests are not those from before the rollout: %s", name, diff)
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"cp-0": 1}, c.nodeStarted(t, id)); diff != "" {
+		t.Errorf("NodeStarted Events per node (-want +got):\n%s", diff)
+	}
+	c.putDocument(t, good)
+	c.waitStates(t, "in sync", func(st *rollout.NodeState) bool { return st.InSync })
 }
 
 func agentTry(t *testing.T, c *agentCluster) {
