@@ -257,3 +257,22 @@ func TestAgentLeaseTakeover(t *testing.T) {
 		t.Error("a clean stop left the lease")
 	}
 }
+
+// A turn applies the record's pinned document, never the live one: the
+// pinned copy carries the target's bytes and resourceVersion, and the
+// live ConfigMap's uid, which the backups of what was applied record.
+func TestAgentAppliesThePinnedTarget(t *testing.T) {
+	r := started(t, spec())
+	a, _, _ := testAgent(t, r, docV3) // someone patched meanwhile
+	a.live = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{UID: "uid-1", ResourceVersion: "900"},
+		Data: map[string]string{engine.DefaultKey: string(docV3)}}
+	req := a.request(r, nil)
+	p := req.Source.Pinned
+	if p == nil || p.Data[engine.DefaultKey] != string(docV2) || p.ResourceVersion != "812" || p.UID != "uid-1" ||
+		p.Namespace != "kube-system" || p.Name != "kubeadm-config" {
+		t.Fatalf("pinned: %+v", p)
+	}
+	if req.Source.Backup != "" || req.Source.LatestGood || req.DryRun {
+		t.Errorf("source: %+v, dry run %v", req.Source, req.DryRun)
+	}
+}
