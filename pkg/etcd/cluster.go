@@ -232,8 +232,8 @@ func (c *Client) check(ctx context.Context, m *Member) {
 		m.Problem = fmt.Sprintf("%s answers as member %x, not %x", m.Endpoint, st.Header.GetMemberId(), m.ID)
 	case m.Learner || st.IsLearner:
 		m.Problem = "it is a learner, not a voting member yet (a join in progress?)"
-	case len(st.Errors) > 0:
-		m.Problem = "it reports " + strings.Join(st.Errors, "; ")
+	case len(memberErrors(st.Errors)) > 0:
+		m.Problem = "it reports " + strings.Join(memberErrors(st.Errors), "; ")
 	case st.Leader == 0:
 		m.Problem = "it has no leader"
 	}
@@ -251,4 +251,16 @@ func (c *Client) check(ctx context.Context, m *Member) {
 	if err != nil && !errors.Is(err, rpctypes.ErrPermissionDenied) { // as etcdctl: denied is an answer
 		m.Problem = "it cannot serve a linearizable read: " + err.Error()
 	}
+}
+
+// memberErrors are the errors a member reports but the alarms, which every
+// member reports alike and the alarm list names once.
+func memberErrors(errs []string) []string {
+	var out []string
+	for _, e := range errs {
+		if !strings.Contains(e, "alarm:") {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -149,17 +149,27 @@ func TestThreeMembers(t *testing.T) {
 		if _, err := mt.Alarm(ctx, alarm); err != nil {
 			t.Fatal(err)
 		}
+		disarmed := false
+		disarm := func() {
+			if _, err := raw.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: ids["cp-2"], Alarm: pb.AlarmType_NOSPACE}); err != nil {
+				t.Fatal(err)
+			}
+			disarmed = true
+		}
+		defer func() { // so that a failure here does not fail what follows
+			if !disarmed {
+				disarm()
+			}
+		}()
 		_, err := c1.Preflight(ctx, etcd.PreflightOptions{Nodes: nodes})
 		ref := wantRefused(t, err)
-		if len(ref.Alarms) != 1 || ref.Alarms[0].Type != "NOSPACE" || ref.Alarms[0].Member != "cp-2" {
+		if len(ref.Alarms) != 1 || ref.Alarms[0].Type != "NOSPACE" || ref.Alarms[0].Member != "cp-2" || len(ref.Unhealthy) != 0 || ref.Quorum != nil {
 			t.Fatalf("refusal %+v", ref)
 		}
 		if want := fmt.Sprintf("alarm NOSPACE on member cp-2 (ID %x) is raised", ids["cp-2"]); !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
-		if _, err := raw.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: ids["cp-2"], Alarm: pb.AlarmType_NOSPACE}); err != nil {
-			t.Fatal(err)
-		}
+		disarm()
 		if _, err := c1.Preflight(ctx, etcd.PreflightOptions{Nodes: nodes}); err != nil {
 			t.Fatalf("refused once the alarm is disarmed: %v", err)
 		}
