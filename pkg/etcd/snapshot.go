@@ -66,32 +66,47 @@ func (c *Client) Snapshot(ctx context.Context, store *backup.Store, opts Snapsho
 	if err != nil {
 		return nil, err
 	}
-	// The stream may last as long as the database needs, but never stall
-	// for longer than a call may take, its start included.
-	sctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	watchdog := time.AfterFunc(c.timeout, func() { cancel(errStalled) })
-	defer watchdog.Stop()
-	stalled := func(err error) error {
-		if errors.Is(context.Cause(sctx), errStalled) {
-			return exitcode.Failuref("etcd snapshot of member %x: no data for %s; nothing was kept", id, c.timeout)
+	var snap *backup.EtcdSnapshot
+	err = watched(ctx, c.timeout, func(ctx context.Context) (io.ReadCloser, error) {
+		resp, err := cli.SnapshotWithVersion(ctx)
+		if err != nil {
+			return nil, err
 		}
+		return resp.Snapshot, nil
+	}, func(r io.Reader) (err error) {
+		snap, err = store.WriteEtcdSnapshot(r, meta, st.DbSize+snapshotHeadroom(st.DbSize))
 		return err
-	}
-	resp, err := cli.SnapshotWithVersion(sctx)
+	})
 	if err != nil {
-		return nil, stalled(fmt.Errorf("etcd snapshot of member %x: %w", id, err))
-	}
-	defer resp.Snapshot.Close()
-	snap, err := store.WriteEtcdSnapshot(&idleReader{r: resp.Snapshot, idle: c.timeout, timer: watchdog}, meta, st.DbSize+snapshotHeadroom(st.DbSize))
-	if err != nil {
-		return nil, stalled(err)
+		return nil, fmt.Errorf("etcd snapshot of member %x: %w", id, err)
 	}
 	_, _ = store.PruneNodeEtcdSnapshots(opts.Keep, meta.ClusterID, meta.Node) // housekeeping: 'backup prune' reports its errors
 	return snap, nil
 }
 
-var errStalled = errors.New("the snapshot stream stalled")
+// watched opens a stream and hands it to consume, and lets it last as long
+// as it needs but never stall: when no byte has come for idle, its start
+// included, the stream's context is cancelled and the error says so.
+func watched(ctx context.Context, idle time.Duration, open func(context.Context) (io.ReadCloser, error), consume func(io.Reader) error) error {
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watchdog := time.AfterFunc(idle, func() { cancel(errStalled) })
+	defer watchdog.Stop()
+	err := func() error {
+		rc, err := open(sctx)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		return consume(&idleReader{r: rc, idle: idle, timer: watchdog})
+	}()
+	if err != nil && errors.Is(context.Cause(sctx), errStalled) {
+		return exitcode.Failuref("no data for %s: %w; nothing was kept", idle, errStalled)
+	}
+	return err
+}
+
+var errStalled = errors.New("the stream stalled")
 
 // idleReader pushes timer back by idle whenever bytes come through it.
 type idleReader struct {
