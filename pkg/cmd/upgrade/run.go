@@ -154,11 +154,12 @@ func (o *RunOptions) Run(ctx context.Context) error {
 
 	id := runID(o.Retry.Identity)
 	res := &RunResult{Step: o.Step, Host: o.Host, RunID: id, Command: o.Command}
+	procs := upgradestate.LocalProcesses()
 	var runner upgradestate.Runner
 	change, _, err := o.apply(ctx, upgradestate.Existing(func(rec *upgradestate.Record) (bool, error) {
 		var err error
 		runner, err = rec.BeginRun(o.clock(), upgradestate.Run{ID: id, Step: o.Step, Host: o.Host, Expect: o.Expect,
-			Command: commandLine(o.Command), Interval: o.HeartbeatInterval, Leases: o.engine.HeartbeatNames()})
+			Command: commandLine(o.Command), Interval: o.HeartbeatInterval, Leases: o.engine.HeartbeatNames(), Check: procs.Check})
 		return err == nil, err
 	}))
 	if err != nil {
