@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -145,9 +146,10 @@ type RunResult struct {
 // Run moves the upgrade into the step, runs the command with a heartbeat,
 // and records the outcome.
 func (o *RunOptions) Run(ctx context.Context) error {
-	// From here SIGINT and SIGTERM are passed on to the command. They also
-	// cancel ctx, which only the first write uses: the outcome is recorded
-	// with a fresh --timeout whatever happens to the runner.
+	// From here SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to the
+	// command. SIGINT and SIGTERM also cancel ctx, which only the first
+	// write uses: the outcome is recorded with a fresh --timeout whatever
+	// happens to the runner.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, runSignals...)
 	defer signal.Stop(sigs)
@@ -175,7 +177,13 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if !o.Print.Human() {
 		stdout = o.ErrOut // keep -o output parseable
 	}
-	out := execute(command{args: o.Command, in: o.In, stdout: stdout, stderr: o.ErrOut, timeout: o.RunTimeout}, sigs)
+	var recording sync.WaitGroup
+	out := execute(command{args: o.Command, in: o.In, stdout: stdout, stderr: o.ErrOut, timeout: o.RunTimeout,
+		onStart: func(pid int) {
+			p := procs.Describe(pid)
+			recording.Go(func() { o.recordProcess(id, p) })
+		}}, sigs)
+	recording.Wait()
 	res.Started, res.ExitCode, res.Signal, res.TimedOut = out.started, out.code, out.signal, out.timedOut
 	res.Duration = out.duration.Round(time.Millisecond).String()
 
@@ -241,6 +249,16 @@ func (o *RunOptions) movedFrom(c upgradestate.Change, verb string) string {
 		return fmt.Sprintf("upgrade state: %s -> %s", c.Before, c.After.State)
 	}
 	return fmt.Sprintf("host %s: %s", o.Host, cmdutil.OrDash(string(c.After.Hosts[o.Host].Status)))
+}
+
+// recordProcess records where COMMAND runs, so that an audit or a retry
+// on this node can tell whether it still runs should the runner die.
+func (o *RunOptions) recordProcess(id string, p upgradestate.Process) {
+	if _, _, err := o.apply(context.Background(), upgradestate.Existing(func(rec *upgradestate.Record) (bool, error) {
+		return rec.RecordProcess(id, p)
+	})); err != nil {
+		fmt.Fprintf(o.ErrOut, "warning: could not record COMMAND's pid %d: %s\n", p.PID, exitcode.Message(err))
+	}
 }
 
 // startHeartbeat takes the run's Lease. Without it (no rights on Leases,

@@ -8,14 +8,17 @@ import (
 	"syscall"
 )
 
-// runSignals are the signals upgrade-run passes on to its command.
-var runSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
+// runSignals are the signals upgrade-run passes on to its command: those
+// that end a process at a terminal, and a dropped session's hangup.
+var runSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
-// ownProcessGroup starts cmd in a process group of its own, so that a
-// signal reaches everything it started, and only once (a terminal's Ctrl-C
+// setProcAttr starts cmd in a process group of its own, so that a signal
+// reaches everything it started, and only once (a terminal's Ctrl-C
 // reaches the runner, which passes it on).
-func ownProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+func setProcAttr(cmd *exec.Cmd) {
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	parentDeath(attr)
+	cmd.SysProcAttr = attr
 }
 
 // signalGroup sends sig to the command's process group.

@@ -10,7 +10,7 @@ import (
 // runSignals are the signals upgrade-run passes on to its command.
 var runSignals = []os.Signal{os.Interrupt}
 
-func ownProcessGroup(*exec.Cmd) {}
+func setProcAttr(*exec.Cmd) {}
 
 // signalGroup ends the command: Windows cannot deliver other signals.
 func signalGroup(p *os.Process, _ os.Signal) { _ = p.Kill() }
