@@ -177,8 +177,15 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if !o.Print.Human() {
 		stdout = o.ErrOut // keep -o output parseable
 	}
+	// On a terminal COMMAND gets its foreground; in its background (the
+	// runner started with &) it cannot have it, and reads end of file.
+	tty, background := terminalOf(o.In)
+	in := o.In
+	if background {
+		in = nil
+	}
 	var recording sync.WaitGroup
-	out := execute(command{args: o.Command, in: o.In, stdout: stdout, stderr: o.ErrOut, timeout: o.RunTimeout,
+	out := execute(command{args: o.Command, in: in, stdout: stdout, stderr: o.ErrOut, terminal: tty, timeout: o.RunTimeout,
 		onStart: func(pid int) {
 			p := procs.Describe(pid)
 			recording.Go(func() { o.recordProcess(id, p) })

@@ -52,6 +52,9 @@ type command struct {
 	// in is its standard input; nil is the null device.
 	in             io.Reader
 	stdout, stderr io.Writer
+	// terminal, when set, is the terminal in is: the command's process group
+	// gets its foreground while it runs.
+	terminal *terminal
 	// timeout stops it, as --run-timeout does (0: no limit).
 	timeout time.Duration
 	// onStart is called with its pid once it started, before anything can
@@ -59,8 +62,8 @@ type command struct {
 	onStart func(pid int)
 }
 
-// execute runs the command in its own process group, passes on signals (a
-// second one kills it),
+// execute runs the command in its own process group (with the terminal's
+// foreground when it has one), passes on signals (a second one kills it),
 // enforces its timeout, and keeps the last lines of its output. On Linux
 // the command gets a parent-death signal: it cannot outlive the runner.
 func execute(c command, sigs <-chan os.Signal) *runOutcome {
@@ -76,7 +79,7 @@ func execute(c command, sigs <-chan os.Signal) *runOutcome {
 	cmd := exec.Command(c.args[0], c.args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.in, io.MultiWriter(c.stdout, tail), io.MultiWriter(c.stderr, tail)
 	cmd.WaitDelay = 5 * time.Second // a child that keeps the output open cannot hold the runner
-	setProcAttr(cmd)
+	setProcAttr(cmd, c.terminal)
 	start := time.Now()
 	started, done := make(chan error, 1), make(chan error, 1)
 	go func() {
@@ -103,6 +106,14 @@ func execute(c command, sigs <-chan os.Signal) *runOutcome {
 		return out
 	}
 	out.started = true
+	if c.terminal != nil {
+		c.terminal.handedOver()
+		defer c.terminal.takeBack(cmd.Process.Pid)
+		name := c.args[0]
+		continueStopped(cmd.Process, func() {
+			fmt.Fprintf(c.stderr, "upgrade-run: %s was stopped; a step cannot be suspended while it holds the terminal, so it goes on (Ctrl-C interrupts it)\n", name)
+		})
+	}
 	var timeout, kill <-chan time.Time
 	if c.timeout > 0 {
 		t := time.NewTimer(c.timeout)

@@ -2,8 +2,14 @@
 
 package upgrade
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // parentDeath does nothing: only Linux has a parent-death signal, so
 // elsewhere a command may outlive a runner killed with SIGKILL.
 func parentDeath(*syscall.SysProcAttr) {}
+
+// continueStopped does nothing: a command stopped with Ctrl-Z stays stopped.
+func continueStopped(*os.Process, func()) {}
