@@ -37,7 +37,8 @@ func NewCmdUpgradeAudit(cluster *cmdutil.ClusterFlags, streams genericiooptions.
   upgrade's step fails with its hosts in progress that have no live runner
   of their own, or a host's step fails that host alone. The reason says
   "the runner of STEP stopped: no heartbeat from RUNNER for D". A step whose
-  heartbeat goes on is never failed, however long it runs;
+  heartbeat goes on is never failed, however long it runs, nor one whose
+  runner's COMMAND this process sees still running on its own node;
 - a step in progress without a live heartbeat (set by hand) that has made
   no progress, no change of state nor of any host's status, for
   --stuck-after, with the reason "stuck in STATE for AGE".

@@ -42,14 +42,17 @@ state when COMMAND exits 0; its -failed state when it exits non-zero, is
 ended by a signal, outruns --run-timeout or cannot start, with the exit
 status and the last lines of its output in the reason. A failed step fails
 with the hosts in progress that have no runner of their own, as upgrade-fail
-does; a retry (upgrade-run of the same step) is accepted from there.
+does; a retry (upgrade-run of the same step) is accepted from there, unless
+the COMMAND of an earlier run still runs on this node (exit 4).
 
 While COMMAND runs, the runner renews a heartbeat Lease; upgrade-audit fails
 the step when the heartbeat stops for --stale-after (a runner killed with
-SIGKILL, a node that rebooted) and never while it goes on. SIGINT and
-SIGTERM are passed on to COMMAND (which runs in its own process group), and
-its outcome is recorded before the runner exits. If the step was moved by
-someone else meanwhile (upgrade-fail, upgrade-audit, upgrade-set --force),
+SIGKILL, a node that rebooted) and never while it goes on. SIGINT, SIGTERM,
+SIGHUP and SIGQUIT are passed on to COMMAND (which runs in its own process
+group; a second signal kills it), and its outcome is recorded before the
+runner exits. On a terminal COMMAND's group gets the terminal's foreground,
+so that it can prompt and Ctrl-C reaches it directly. If the step was moved
+by someone else meanwhile (upgrade-fail, upgrade-audit, upgrade-set --force),
 the outcome is not recorded over it.
 
 COMMAND's output passes through (its standard output to stderr with -o).
