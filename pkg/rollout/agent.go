@@ -58,11 +58,14 @@ type AgentConfig struct {
 	Store  *backup.Store
 	Keep   int
 	Server string
-	// Node, ManifestsDir, Kubeadm and Wait are reconfigure's.
-	Node         clusterconfig.NodeConfig
-	ManifestsDir string
-	Kubeadm      string
-	Wait         time.Duration
+	// Node, ManifestsDir, Kubeadm and Wait are reconfigure's, and so is
+	// UpgradeConfigMap: a node's turn waits while the upgrade record says
+	// an upgrade is in progress, and fails when it would change versions.
+	Node             clusterconfig.NodeConfig
+	ManifestsDir     string
+	Kubeadm          string
+	Wait             time.Duration
+	UpgradeConfigMap string
 	// Heartbeat is how often the Lease is renewed (DefaultHeartbeat), and
 	// StaleAfter how old an earlier agent's Lease must be to be taken over
 	// (DefaultStaleAfter).

@@ -106,15 +106,16 @@ func (a *Agent) turn(ctx context.Context, r *Record) {
 }
 
 // notBegun handles a turn that stopped before the node changed. A
-// refusal of the document or the node's manifests ends the turn (the node
-// fails, unchanged, and the rollout with it); anything else may pass (the
-// manifests directory busy, the API unreachable, the turn taken back) and
-// is tried again on the next change or resync.
+// refusal of the document or the node's manifests, or a change of versions
+// (kubeadm upgrade's work), ends the turn (the node fails, unchanged, and
+// the rollout with it); anything else may pass (the manifests directory
+// busy, the API unreachable, an upgrade in progress, the turn taken back)
+// and is tried again on the next change or resync.
 func (a *Agent) notBegun(ctx context.Context, s *Status, err error) {
 	var stage *reconfigure.StageError
 	var kubeadm *controlplane.KubeadmError
 	final := errors.As(err, &stage) && (stage.Stage == reconfigure.StagePlan || stage.Stage == reconfigure.StageDiscover ||
-		stage.Stage == reconfigure.StageRender && errors.As(err, &kubeadm)) ||
+		stage.Stage == reconfigure.StageVersion || stage.Stage == reconfigure.StageRender && errors.As(err, &kubeadm)) ||
 		exitcode.FromError(err) == exitcode.Invalid
 	if !final {
 		if msg := exitcode.Message(err); msg != a.lastTurnErr {
@@ -206,7 +207,7 @@ func (a *Agent) request(r *Record, begin func([]string, string) error) reconfigu
 	return reconfigure.Request{
 		Config: a.cfg.Config, Store: a.cfg.Store, Keep: a.cfg.Keep, Server: a.cfg.Server,
 		Source: reconfigure.Source{Pinned: a.pinned(r)}, Node: a.cfg.Node,
-		ManifestsDir: a.cfg.ManifestsDir, Kubeadm: a.cfg.Kubeadm, Wait: a.cfg.Wait,
+		ManifestsDir: a.cfg.ManifestsDir, Kubeadm: a.cfg.Kubeadm, Wait: a.cfg.Wait, UpgradeConfigMap: a.cfg.UpgradeConfigMap,
 		Progress: a.progress, Begin: begin,
 	}
 }

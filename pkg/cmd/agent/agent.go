@@ -54,6 +54,9 @@ same node refuses to start (exit 4) while the first one's Lease is fresh.
 
 A rollout record that cannot be read (edited by hand) is reported once per
 version of it, and the agent touches no node until it is fixed or deleted.
+As reconfigure, a node's turn does not change versions (a rollout that
+would fails on its first node, unchanged), and waits while the upgrade
+record (--state-configmap) says an upgrade is in progress.
 
 On SIGTERM or SIGINT the agent gives a turn in progress --stop-grace to
 finish, then interrupts it (it is rolled back, within --wait per component),
@@ -137,7 +140,7 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 		Backup:     &backup.Hook{Store: store, Keep: o.Backup.Keep, Server: c.Server, Reason: backup.ReasonBeforeRestore}})
 	o.config = rollout.AgentConfig{
 		Record: record, Config: config, Clock: c.Clock, Store: store, Keep: o.Backup.Keep, Server: c.Server,
-		Node: o.Node, ManifestsDir: o.ManifestsDir, Kubeadm: o.Kubeadm, Wait: o.Wait,
+		Node: o.Node, ManifestsDir: o.ManifestsDir, Kubeadm: o.Kubeadm, Wait: o.Wait, UpgradeConfigMap: o.StateConfigMap,
 		Heartbeat: o.HeartbeatInterval, StopGrace: o.StopGrace, Version: version.Version, Log: o.logLine,
 	}
 	return nil

@@ -34,6 +34,10 @@ func ReconfigureHint(cmd *cobra.Command, err error) error {
 	}
 	var busy *controlplane.BusyError
 	var kubeadm *controlplane.KubeadmError
+	var inProgress *reconfigurenode.UpgradeInProgressError
+	// A hint names only a flag cmd has: the agent has no --components and
+	// overrides no refusal.
+	has := func(flag string) bool { return cmd.Flags().Lookup(flag) != nil }
 	switch {
 	case stage.Stage == reconfigurenode.StageLock && !errors.As(err, &busy):
 		return exitcode.WithHint(err, "check --manifests-dir")
@@ -41,12 +45,21 @@ func ReconfigureHint(cmd *cobra.Command, err error) error {
 		return exitcode.WithHint(err, "give --advertise-address and --bind-port")
 	case stage.Stage == reconfigurenode.StageRender && !errors.As(err, &kubeadm):
 		return exitcode.WithHint(err, "check --kubeadm")
-	case stage.Stage == reconfigurenode.StagePlan && cmd.Flags().Lookup("components") != nil:
+	case stage.Stage == reconfigurenode.StagePlan && has("components"):
 		return exitcode.WithHint(err, "check --manifests-dir and --components")
 	case stage.Stage == reconfigurenode.StagePlan:
 		return exitcode.WithHint(err, "check --manifests-dir")
 	case stage.Stage == reconfigurenode.StageBackup:
 		return exitcode.WithHint(err, "check --backup-dir")
+	case stage.Stage == reconfigurenode.StageVersion && has("allow-version-change"):
+		return exitcode.WithHint(err, "pass --allow-version-change to apply it anyway")
+	case stage.Stage == reconfigurenode.StageUpgrade && errors.As(err, &inProgress) && has("allow-during-upgrade"):
+		return exitcode.WithHint(err, "pass --allow-during-upgrade to reconfigure anyway")
+	case stage.Stage == reconfigurenode.StageUpgrade && errors.As(err, &inProgress):
+	case stage.Stage == reconfigurenode.StageUpgrade && has("allow-during-upgrade"):
+		return exitcode.WithHint(err, "check --state-configmap, or pass --allow-during-upgrade to go on without the upgrade record")
+	case stage.Stage == reconfigurenode.StageUpgrade:
+		return exitcode.WithHint(err, "check --state-configmap")
 	}
 	return err
 }

@@ -32,6 +32,21 @@ into a private temporary directory), so nothing is rendered by hand and
 kubeadm writes nothing under /etc/kubernetes. Per-node values never go into
 the ConfigMap: reconfigure does not write it at all.
 
+reconfigure changes a node's configuration, never its versions, which are
+kubeadm upgrade's to change (with etcd and the kubelet). It refuses, exit 4
+and before anything changes (on a dry run too), when a rendered image tag
+differs from the running manifest's, or when kubeadm is of another minor
+release than kubernetesVersion: --allow-version-change overrides that. It
+also refuses while the upgrade record (--state-configmap, see upgrade-status)
+says an upgrade is in progress, from its start until it is complete or
+aborted: --allow-during-upgrade overrides that, and only that.
+
+etcd is not changed by reconfigure. On a node with a local etcd member (an
+etcd.yaml manifest, and no etcd.external), its manifest is rendered too
+('kubeadm init phase etcd local --dry-run') and compared with the running
+one, the member's --initial-cluster and --initial-cluster-state aside: when
+they differ, reconfigure warns, and the run is not the node's last known good.
+
 A component whose rendered manifest equals the running one is left alone.
 The others are changed one at a time, kube-apiserver first, then
 kube-controller-manager, then kube-scheduler: the running manifest is backed
@@ -46,9 +61,11 @@ If a component is not healthy within --wait, the previous manifests of every
 component this run changed are put back and waited for, and reconfigure exits
 8 (failed, node back on its previous configuration), or 9 when they do not
 come back healthy either (a component may be down; the error names it).
-Nothing else exits 8 or 9. After a fully healthy run, the ClusterConfiguration
-backup it applied becomes this node's last known good ('backup list' shows
-it), which --latest-good applies again.
+Nothing else exits 8 or 9: a manifest that could not be written (a full
+disk) and is unchanged on disk is neither rolled back nor reported down.
+After a fully healthy run, the ClusterConfiguration backup it applied becomes
+this node's last known good ('backup list' shows it), which --latest-good
+applies again.
 
 Progress goes to stderr: one line per change when stderr is not a terminal,
 nothing with -o.`
@@ -78,6 +95,10 @@ type Options struct {
 	DryRun     string
 	Diff       bool
 	NoRollback bool
+	// AllowVersionChange and AllowDuringUpgrade override the refusals of
+	// pkg/reconfigure's StageVersion and StageUpgrade.
+	AllowVersionChange bool
+	AllowDuringUpgrade bool
 
 	components []controlplane.Component
 	cmd        *cobra.Command
@@ -127,6 +148,10 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.Lookup("dry-run").NoOptDefVal = string(engine.DryRunClient)
 	fs.BoolVar(&o.Diff, "diff", o.Diff, "Print a unified diff of each manifest that would change, and change nothing (as --dry-run)")
 	fs.BoolVar(&o.NoRollback, "no-rollback", o.NoRollback, "Leave a component that does not come up as it is (debugging)")
+	fs.BoolVar(&o.AllowVersionChange, "allow-version-change", o.AllowVersionChange,
+		"Apply even when a component's image tag would change, or kubeadm is of another minor release than kubernetesVersion (kubeadm upgrade's work)")
+	fs.BoolVar(&o.AllowDuringUpgrade, "allow-during-upgrade", o.AllowDuringUpgrade,
+		"Run even while the upgrade record (--state-configmap) says an upgrade is in progress, without reading it")
 	o.Print.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("components", cmdutil.FixedCompletion(
 		string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler)))
@@ -184,6 +209,7 @@ func (o *Options) Run(ctx context.Context) error {
 		Node:       o.Node,
 		Components: o.components, ManifestsDir: o.ManifestsDir, Kubeadm: o.Kubeadm,
 		Wait: o.Wait, NoRollback: o.NoRollback, DryRun: o.dryRun(),
+		AllowVersionChange: o.AllowVersionChange, AllowDuringUpgrade: o.AllowDuringUpgrade, UpgradeConfigMap: o.StateConfigMap,
 		Progress: p.event,
 	})
 	err = cmdutil.ReconfigureHint(o.cmd, err)
