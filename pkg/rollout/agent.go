@@ -154,6 +154,10 @@ func (a *Agent) Identity() string { return a.cfg.Identity }
 // node is alive: exit code 4) or is taken over while it runs.
 func (a *Agent) Run(ctx context.Context) error {
 	lease, err := a.holdLease(ctx)
+	if err != nil && ctx.Err() != nil {
+		a.log(false, "AgentStopped", "agent %s stopped before it took its lease", a.cfg.Identity)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -212,10 +216,13 @@ func (a *Agent) Run(ctx context.Context) error {
 // holdLease takes the node's Lease. One an earlier agent renewed lately
 // (it was just killed, or is being replaced) is waited for until it goes
 // stale, for up to twice StaleAfter; an agent that goes on renewing it is
-// alive, and this one gives way (exit 4).
+// alive, and this one gives way (exit 4). Any other failure is tried again
+// for as long, then returned: an API server that has just started may
+// refuse what its authorizer's caches do not hold yet, and the load
+// balancer may send the agent there.
 func (a *Agent) holdLease(ctx context.Context) (*engine.HeldLease, error) {
 	deadline := time.Now().Add(2 * a.cfg.StaleAfter)
-	waiting := false
+	waiting, failing := false, ""
 	for {
 		lease, err := a.cfg.Record.HoldLease(ctx, engine.HeldLeaseSpec{
 			Name: AgentLeaseName(a.cfg.Node.Name), Holder: a.cfg.Identity,
@@ -224,8 +231,21 @@ func (a *Agent) holdLease(ctx context.Context) (*engine.HeldLease, error) {
 			Free: func(l *coordinationv1.Lease) bool { return !Alive(l, a.cfg.Clock.Now(), a.cfg.StaleAfter) },
 		})
 		var held *engine.HeldByAnotherError
-		if !errors.As(err, &held) {
-			return lease, err
+		switch {
+		case err == nil:
+			return lease, nil
+		case !errors.As(err, &held) && time.Now().After(deadline):
+			return nil, err
+		case !errors.As(err, &held):
+			if msg := exitcode.Message(err); msg != failing {
+				failing = msg
+				a.log(true, "LeaseFailed", "cannot take lease %s yet: %s; trying again for up to %s",
+					AgentLeaseName(a.cfg.Node.Name), msg, time.Until(deadline).Round(time.Second))
+			}
+			if err := sleep(ctx, a.cfg.Heartbeat/2); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if time.Now().After(deadline) {
 			return nil, exitcode.Conflictf("another agent of node %s is alive (%s holds lease %s and renews it); stop it first: %w",
@@ -236,11 +256,20 @@ func (a *Agent) holdLease(ctx context.Context) (*engine.HeldLease, error) {
 			a.log(true, "LeaseHeld", "lease %s is held by %s, renewed lately: waiting up to %s for it to go stale",
 				held.Lease, held.Holder, 2*a.cfg.StaleAfter)
 		}
-		select {
-		case <-ctx.Done():
-			return nil, exitcode.Failuref("interrupted while waiting for lease %s", held.Lease)
-		case <-time.After(a.cfg.Heartbeat / 2):
+		if err := sleep(ctx, a.cfg.Heartbeat/2); err != nil {
+			return nil, err
 		}
+	}
+}
+
+// sleep waits d, or until ctx ends (an error: the agent was told to stop
+// before it started).
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return exitcode.Failuref("stopped before the agent's lease was taken")
+	case <-time.After(d):
+		return nil
 	}
 }
 
