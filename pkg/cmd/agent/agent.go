@@ -49,8 +49,10 @@ The agent holds the Lease kubeadmcfg-agent-NODE, renewed every
 --heartbeat-interval on the API server's clock, and publishes on it
 (annotation kubeadmcfg.io/node-state) whether the node runs what the live
 kubeadm-config renders to, which components differ, its last known good and
-the agent's version, whether or not a rollout runs. A second agent of the
-same node refuses to start (exit 4) while the first one's Lease is fresh.
+the agent's version, whether or not a rollout runs. An agent that starts
+while its node's Lease is fresh (its predecessor was just killed) waits for
+it to go stale, up to six heartbeats; a second agent of a node whose first
+one goes on renewing it exits 4.
 
 A rollout record that cannot be read (edited by hand) is reported once per
 version of it, and the agent touches no node until it is fixed or deleted.
