@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,10 +43,16 @@ func (a *Agent) resume(ctx context.Context, r *Record, entry Node) {
 	before, berr := a.preRollout(entry)
 	rep, err := reconfigure.Run(actx, a.request(r, nil))
 	if err == nil {
-		err = controlplane.WaitHealthy(actx, rep.Plan, controlplane.Options{Node: node, Pods: a.cfg.Config, Wait: a.cfg.Wait,
+		// Only the components the earlier agent meant to change: the
+		// others' restarts say nothing about this rollout.
+		var planned []controlplane.Component
+		if len(entry.Components) > 0 {
+			planned, err = controlplane.ParseComponents(entry.Components)
+		}
+		err = errors.Join(err, controlplane.WaitHealthy(actx, rep.Plan, planned, controlplane.Options{Node: node, Pods: a.cfg.Config, Wait: a.cfg.Wait,
 			Progress: func(e controlplane.Event) {
 				a.progress(reconfigure.Event{Kind: reconfigure.EventComponent, Component: e})
-			}})
+			}}))
 	}
 	if err == nil {
 		o := outcomeOf(rep, nil)
