@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -197,10 +198,12 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.refreshState(ctx, false)
 			a.act(ctx) // a turn waits for kubeadm-config's uid, which its backups record
 		case <-a.records.ready:
-			a.record, _ = a.records.take()
+			if cm, _ := a.records.take(); !older(cm, a.record) {
+				a.record = cm
+			}
 			a.act(ctx)
 		case <-resync.C:
-			if cm, _, err := a.cfg.Record.Current(ctx); err == nil {
+			if cm, _, err := a.cfg.Record.Current(ctx); err == nil && !older(cm, a.record) {
 				a.record = cm
 			}
 			a.act(ctx)
@@ -320,6 +323,18 @@ func (a *Agent) logErr(err error, warning bool, reason, message string) {
 	if a.cfg.Log != nil {
 		a.cfg.Log(AgentEvent{Time: a.cfg.Clock.Now(), Warning: warning, Reason: reason, Message: message, Err: err})
 	}
+}
+
+// older reports whether cm is an older copy than seen: a watch event
+// taken after a fresh read may be. resourceVersions are compared as the
+// decimal numbers the API server hands out; anything else counts as new.
+func older(cm, seen *corev1.ConfigMap) bool {
+	if cm == nil || seen == nil || cm.UID != seen.UID {
+		return false
+	}
+	a, errA := strconv.ParseUint(cm.ResourceVersion, 10, 64)
+	b, errB := strconv.ParseUint(seen.ResourceVersion, 10, 64)
+	return errA == nil && errB == nil && a < b
 }
 
 // mailbox holds the latest copy of a ConfigMap a watch delivered: the
