@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
@@ -78,8 +79,7 @@ func execute(c command, sigs <-chan os.Signal) *runOutcome {
 		return out
 	}
 	out.started = true
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := crash.Go(cmd.Wait) // a panic there (a bug) is a failed wait: see ps == nil below
 	var timeout, kill <-chan time.Time
 	if c.timeout > 0 {
 		t := time.NewTimer(c.timeout)
