@@ -2,11 +2,13 @@ package backup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	backupstore "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 )
 
@@ -47,21 +49,28 @@ func (o *PruneOptions) Complete(*cobra.Command, []string) error { return o.Print
 // Validate checks --keep.
 func (o *PruneOptions) Validate() error { return o.Backup.Validate() }
 
-// Run prunes and prints what it removed.
+// Run prunes and prints what it removed. A prune that removed something,
+// or went on past a damaged last known good record, prints the list before
+// it fails (exit 3 for the record): the files are gone either way, and the
+// list is the only account of them.
 func (o *PruneOptions) Run(context.Context) error {
 	removed, err := o.Backup.Store().Prune(o.Backup.Keep)
-	if err != nil {
-		return err
+	var damaged *backupstore.DamagedError
+	if err != nil && len(removed) == 0 && !errors.As(err, &damaged) {
+		return err // nothing was pruned
 	}
 	if removed == nil {
 		removed = []string{}
 	}
 	if !o.Print.Human() {
-		return o.Print.Print(o.Out, map[string]any{"removed": removed})
+		if perr := o.Print.Print(o.Out, map[string]any{"removed": removed}); perr != nil {
+			return errors.Join(err, perr)
+		}
+		return err
 	}
 	for _, name := range removed {
 		fmt.Fprintf(o.Out, "removed %s\n", name)
 	}
 	fmt.Fprintf(o.ErrOut, "%d backups removed\n", len(removed))
-	return nil
+	return err
 }
