@@ -40,9 +40,9 @@ func (p *Panic) Error() string {
 	return fmt.Sprintf("internal error: %v%s; please report it", p.Value, where)
 }
 
-// Recover, deferred, turns a panic of its goroutine into an internal error
-// and hands it to report. Defer it directly, since only a deferred function
-// can stop a panic: defer crash.Recover(func(err error) { ... }).
+// Recover turns a panic of its goroutine into an internal error and hands
+// it to report. Defer it directly, since only a deferred function can stop
+// a panic: defer crash.Recover(func(err error) { ... }).
 func Recover(report func(error)) {
 	if v := recover(); v != nil {
 		report(newPanic(v))
