@@ -80,8 +80,11 @@ func (c *call) retry(ctx context.Context, attempt func(context.Context) (bool, e
 	var lastErr error
 	var release func() error
 	defer func() {
-		if release != nil {
-			err = errors.Join(err, release())
+		if release == nil {
+			return
+		}
+		if rerr := release(); rerr != nil {
+			err = errors.Join(err, rerr)
 		}
 	}()
 	for {

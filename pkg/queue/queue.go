@@ -164,11 +164,17 @@ func (q *Queue) Acquire(ctx context.Context) (release func() error, err error) {
 		w.reapStale(dctx)
 		return renewErr
 	}
+	fail := func(err error) (func() error, error) {
+		if rerr := release(); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return nil, err
+	}
 	if _, err := resourceversion.CompareResourceVersion(mine.ResourceVersion, mine.ResourceVersion); err != nil {
-		return nil, errors.Join(fmt.Errorf("cannot order the write queue: %w", err), release())
+		return fail(fmt.Errorf("cannot order the write queue: %w", err))
 	}
 	if err := w.waitForTurn(ctx); err != nil {
-		return nil, errors.Join(err, release())
+		return fail(err)
 	}
 	return release, nil
 }
