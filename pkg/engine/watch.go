@@ -69,12 +69,16 @@ func (f *follower) watch(ctx context.Context) (expired bool, err error) {
 	cms := e.client.CoreV1().ConfigMaps(e.target.Namespace)
 	// The watch requests run in the RetryWatcher's goroutine: a panic there
 	// (in this function or the client's transport) stops the watch and is
-	// this call's error.
+	// this call's error. The RetryWatcher gets a watch that never delivers,
+	// and stops on the ended context: an error would be logged on stderr.
 	wctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	lw := &cache.ListWatch{
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (w watch.Interface, err error) {
-			defer crash.Recover(func(p error) { stop(p); w, err = nil, p })
+			defer crash.Recover(func(p error) {
+				stop(p)
+				w, err = watch.NewProxyWatcher(make(chan watch.Event)), nil
+			})
 			opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", e.target.Name).String()
 			w, err = cms.Watch(ctx, opts)
 			if isGone(err) {
