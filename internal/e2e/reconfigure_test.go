@@ -30,28 +30,6 @@ const (
 	nodeBAddress = "192.0.2.12"
 )
 
-// nodeBPatches move node B's controller-manager and scheduler to ports of
-// their own: both nodes share one network namespace, where a real node has
-// its own. They are kubeadm patches, so they also prove that reconfigure
-// renders with the node's patches: without them node B's components would
-// not start.
-var nodeBPatches = map[string]string{
-	"kube-controller-manager+json.yaml": `- op: add
-  path: /spec/containers/0/command/-
-  value: --secure-port=10267
-- op: replace
-  path: /spec/containers/0/ports/0/containerPort
-  value: 10267
-`,
-	"kube-scheduler+json.yaml": `- op: add
-  path: /spec/containers/0/command/-
-  value: --secure-port=10269
-- op: replace
-  path: /spec/containers/0/ports/0/containerPort
-  value: 10269
-`,
-}
-
 func TestReconfigure(t *testing.T) {
 	if !testcluster.InTestNetns() {
 		start := time.Now()
@@ -107,6 +85,9 @@ func TestReconfigure(t *testing.T) {
 			wantExit(t, runLong(t, time.Minute, "kubectl", append(args, "-n", "kube-system", "--kubeconfig", cp.Kubeconfig)...), 0)
 		}
 		admin("apply", "-f", "../../hack/rbac.yaml")
+		// The Role kubeadmcfg-reconfigure is all it needs: the
+		// ClusterConfiguration, the upgrade record and the mirror Pods.
+		admin("delete", "rolebinding", "kubeadmcfg")
 		r = a.reconfigureAs(t, operator, "--dry-run")
 		wantExit(t, r, 0)
 		r = a.reconfigureAs(t, operator)
@@ -115,6 +96,7 @@ func TestReconfigure(t *testing.T) {
 			t.Errorf("the healthy node was not recorded as good: %s", r)
 		}
 		// Without the reconfigure Role the mirror Pods cannot be read.
+		admin("apply", "-f", "../../hack/rbac.yaml")
 		admin("delete", "rolebinding", "kubeadmcfg-reconfigure")
 		r = a.reconfigureAs(t, operator)
 		wantExit(t, r, 6)
@@ -122,6 +104,15 @@ func TestReconfigure(t *testing.T) {
 			t.Errorf("the refusal does not name what is missing: %s", r)
 		}
 	})
+	if t.Failed() {
+		return
+	}
+
+	// What reconfigure refuses or leaves alone (reconfigure_guard_test.go).
+	t.Run("a version change is refused", func(t *testing.T) { testVersionChangeRefused(t, cp, a) })
+	t.Run("an upgrade in progress is refused", func(t *testing.T) { testUpgradeInProgressRefused(t, cp, a) })
+	t.Run("etcd is compared, not changed", func(t *testing.T) { testEtcdCompared(t, cp, a) })
+	cp.wantUpdates(t, map[string]int{})
 	if t.Failed() {
 		return
 	}
@@ -222,7 +213,7 @@ func TestReconfigure(t *testing.T) {
 				}
 			}
 		}()
-		r := a.reconfigure(t, "-o", "json", "--wait", "20s")
+		r := a.reconfigure(t, "-o", "json", "--wait", "30s")
 		close(stop)
 		if !<-held {
 			t.Errorf("the rollback never reached the runner")
@@ -316,7 +307,12 @@ func startNodes(t *testing.T) *controlPlane {
 		Endpoint: lbAddress + ":8443",
 		Nodes: []testcluster.NodeSpec{
 			{Name: "node-a", Address: nodeAAddress, BindPort: 6443},
-			{Name: "node-b", Address: nodeBAddress, BindPort: 6444, Patches: nodeBPatches},
+			// node-b's patches move its controller-manager and scheduler to
+			// ports of their own: both nodes share one network namespace,
+			// where a real node has its own. Being kubeadm patches, they
+			// also prove that reconfigure renders with the node's patches:
+			// without them node-b's components would not start.
+			{Name: "node-b", Address: nodeBAddress, BindPort: 6444, Patches: testcluster.NodePatches(1)},
 		},
 		// A kube-apiserver draining its watches takes the kubelet's whole
 		// 30s grace period; the test has no use for the wait.

@@ -9,17 +9,23 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
 // Running the step's command: signals passed on, output kept, the outcome
 // summed up for the record.
+
+// errNotStarted tells execute that the goroutine starting the command
+// ended by a panic before it could say how the start went.
+var errNotStarted = errors.New("the command was not started")
 
 // The runner's own exit codes, as GNU timeout and the shells use them.
 const (
@@ -40,6 +46,7 @@ type runOutcome struct {
 	signal   string // the signal that ended it
 	timedOut bool
 	passed   os.Signal // a signal passed on from the runner
+	killed   bool      // a second signal made the runner kill it
 	code     int       // the runner's exit code
 	duration time.Duration
 	tail     string
@@ -47,15 +54,24 @@ type runOutcome struct {
 
 // command is the step's command and where its input and output go.
 type command struct {
-	args           []string
+	args []string
+	// in is its standard input; nil is the null device.
 	in             io.Reader
 	stdout, stderr io.Writer
+	// terminal, when set, is the terminal in is: the command's process group
+	// gets its foreground while it runs.
+	terminal *terminal
 	// timeout stops it, as --run-timeout does (0: no limit).
 	timeout time.Duration
+	// onStart is called with its pid once it started, before anything can
+	// reap it; it must not block.
+	onStart func(pid int)
 }
 
-// execute runs the command in its own process group, passes on signals,
-// enforces its timeout, and keeps the last lines of its output.
+// execute runs the command in its own process group (with the terminal's
+// foreground when it has one), passes on signals (a second one kills it),
+// enforces its timeout, and keeps the last lines of its output. On Linux
+// the command gets a parent-death signal: it cannot outlive the runner.
 func execute(c command, sigs <-chan os.Signal) *runOutcome {
 	out := &runOutcome{}
 	select {
@@ -69,9 +85,38 @@ func execute(c command, sigs <-chan os.Signal) *runOutcome {
 	cmd := exec.Command(c.args[0], c.args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.in, io.MultiWriter(c.stdout, tail), io.MultiWriter(c.stderr, tail)
 	cmd.WaitDelay = 5 * time.Second // a child that keeps the output open cannot hold the runner
-	ownProcessGroup(cmd)
+	setProcAttr(cmd, c.terminal)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	// started gets one value whatever happens, a panic included: the start's
+	// error, nil, or errNotStarted, after which done has the panic.
+	started := make(chan error, 1)
+	done := crash.Go(func() error {
+		// The parent-death signal comes when the thread that started the
+		// command ends, not the runner: this goroutine keeps its thread
+		// until the command has exited.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		sent := false
+		defer func() {
+			if !sent {
+				started <- errNotStarted
+			}
+		}()
+		err := cmd.Start()
+		if err == nil && c.onStart != nil {
+			c.onStart(cmd.Process.Pid)
+		}
+		sent = true
+		started <- err
+		if err != nil {
+			return nil
+		}
+		return cmd.Wait()
+	})
+	if err := <-started; err != nil {
+		if errors.Is(err, errNotStarted) {
+			err = <-done // the panic (an internal error) that stopped the start
+		}
 		out.startErr, out.code = err, exitCannotInvoke
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			out.code = exitNotFound
@@ -79,7 +124,25 @@ func execute(c command, sigs <-chan os.Signal) *runOutcome {
 		return out
 	}
 	out.started = true
-	done := crash.Go(cmd.Wait) // a panic there (a bug) is a failed wait: see ps == nil below
+	var stopWatch <-chan error
+	if c.terminal != nil {
+		c.terminal.handedOver()
+		defer c.terminal.takeBack(cmd.Process.Pid)
+		name := c.args[0]
+		stopWatch = continueStopped(cmd.Process, func() {
+			fmt.Fprintf(c.stderr, "upgrade-run: %s was stopped; a step cannot be suspended while it holds the terminal, so it goes on (Ctrl-C interrupts it)\n", name)
+		})
+	}
+	defer func() {
+		// It ends once the command is reaped; a panic of it is a bug to
+		// report, not a reason to change the step's outcome.
+		if stopWatch == nil {
+			return
+		}
+		if err := <-stopWatch; err != nil {
+			fmt.Fprintf(c.stderr, "upgrade-run: warning: %s\n", exitcode.Message(err))
+		}
+	}()
 	var timeout, kill <-chan time.Time
 	if c.timeout > 0 {
 		t := time.NewTimer(c.timeout)
@@ -87,14 +150,20 @@ func execute(c command, sigs <-chan os.Signal) *runOutcome {
 		timeout = t.C
 	}
 	var waitErr error
+	stopping := false // asked to stop once: the next request kills
 wait:
 	for {
 		select {
 		case sig := <-sigs:
-			out.passed = sig
+			if stopping {
+				out.killed = true
+				killGroup(cmd.Process)
+				continue
+			}
+			stopping, out.passed = true, sig
 			signalGroup(cmd.Process, sig)
 		case <-timeout:
-			out.timedOut = true
+			out.timedOut, stopping = true, true
 			signalGroup(cmd.Process, syscall.SIGTERM)
 			kill = time.After(runKillAfter)
 		case <-kill:
@@ -135,7 +204,12 @@ func (out *runOutcome) summary(command []string) string {
 		return fmt.Sprintf("%s did not finish within --run-timeout and was stopped after %s", name, out.duration.Round(time.Second))
 	case out.signal != "":
 		by := ""
-		if out.passed != nil {
+		switch {
+		case out.killed && out.passed != nil:
+			by = fmt.Sprintf(" (%s passed on from the runner, then killed at a second signal)", out.passed)
+		case out.killed:
+			by = " (killed by the runner at a second signal)"
+		case out.passed != nil:
 			by = fmt.Sprintf(" (%s passed on from the runner)", out.passed)
 		}
 		return fmt.Sprintf("%s was killed by signal %s%s after %s", name, out.signal, by, out.duration.Round(time.Second))
