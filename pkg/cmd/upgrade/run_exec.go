@@ -115,7 +115,9 @@ func execute(c command, sigs <-chan os.Signal) *runOutcome {
 	})
 	if err := <-started; err != nil {
 		if errors.Is(err, errNotStarted) {
-			err = <-done // the panic (an internal error) that stopped the start
+			// A panic (a bug) stopped the start: exit 10, as any panic.
+			out.startErr, out.code = <-done, int(exitcode.Internal)
+			return out
 		}
 		out.startErr, out.code = err, exitCannotInvoke
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
@@ -177,6 +179,9 @@ wait:
 	ps := cmd.ProcessState
 	if ps == nil { // the wait itself failed: the outcome is unknown, so a failure
 		out.startErr, out.code = waitErr, 1
+		if exitcode.FromError(waitErr) == exitcode.Internal {
+			out.code = int(exitcode.Internal) // it panicked: a bug
+		}
 		return out
 	}
 	if sig, n, ok := exitSignal(ps); ok {
