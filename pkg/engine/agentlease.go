@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/managed"
 )
@@ -50,7 +51,7 @@ type HeldLease struct {
 	leases coordinationv1client.LeaseInterface
 	kick   chan struct{}
 	stop   context.CancelFunc
-	done   chan struct{}
+	done   <-chan error
 
 	mu          sync.Mutex
 	annotations map[string]string
@@ -78,7 +79,7 @@ func (e *Engine) HoldLease(ctx context.Context, spec HeldLeaseSpec) (*HeldLease,
 	if spec.Now == nil {
 		spec.Now = time.Now
 	}
-	h := &HeldLease{spec: spec, leases: e.leases(), kick: make(chan struct{}, 1), done: make(chan struct{}), annotations: map[string]string{}}
+	h := &HeldLease{spec: spec, leases: e.leases(), kick: make(chan struct{}, 1), annotations: map[string]string{}}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
 	if err := h.take(ctx); err != nil {
@@ -86,7 +87,7 @@ func (e *Engine) HoldLease(ctx context.Context, spec HeldLeaseSpec) (*HeldLease,
 	}
 	renewCtx, stop := context.WithCancel(context.Background())
 	h.stop = stop
-	go h.renew(renewCtx)
+	h.done = crash.Go(func() error { return h.renew(renewCtx) })
 	return h, nil
 }
 
@@ -180,15 +181,15 @@ func (h *HeldLease) Lease() *coordinationv1.Lease {
 // renew renews the Lease every interval, and at once after Annotate, each
 // time with a compare-and-swap on the copy last written. A conflict is
 // looked into: the Lease of another uid or holder was taken over, and the
-// renewing stops (Done, Err); a Lease someone deleted is created again.
-func (h *HeldLease) renew(ctx context.Context) {
-	defer close(h.done)
+// renewing stops with that error (Done, Err); a Lease someone deleted is
+// created again. It returns nil when stopped.
+func (h *HeldLease) renew(ctx context.Context) error {
 	ticker := time.NewTicker(h.spec.Interval)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-ticker.C:
 		case <-h.kick:
 		}
@@ -196,7 +197,7 @@ func (h *HeldLease) renew(ctx context.Context) {
 			h.mu.Lock()
 			h.err = err
 			h.mu.Unlock()
-			return
+			return err
 		}
 	}
 }
@@ -245,9 +246,10 @@ func (h *HeldLease) renewOnce(ctx context.Context) error {
 	return nil
 }
 
-// Done is closed when the renewing stops: after Stop, or when the Lease
-// was taken over (Err says so).
-func (h *HeldLease) Done() <-chan struct{} { return h.done }
+// Done receives why the renewing stopped before Stop (the Lease was taken
+// over, or an internal error) and is closed; after Stop it is closed
+// without a value.
+func (h *HeldLease) Done() <-chan error { return h.done }
 
 // Err says why the renewing stopped before Stop, if it did.
 func (h *HeldLease) Err() error {
@@ -261,7 +263,8 @@ func (h *HeldLease) Err() error {
 // lost holder.
 func (h *HeldLease) Stop() error {
 	h.stop()
-	<-h.done
+	for range h.done { //nolint:revive // drained: the renewing has ended
+	}
 	if h.Err() != nil {
 		return nil // not ours any more
 	}

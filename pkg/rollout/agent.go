@@ -14,6 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
@@ -166,23 +167,23 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.log(false, "AgentStarted", "agent %s of node %s is running (lease %s)", a.cfg.Identity, a.cfg.Node.Name, AgentLeaseName(a.cfg.Node.Name))
 
 	follow, stopFollowing := context.WithCancel(ctx)
-	var wg sync.WaitGroup
+	var following []<-chan error
 	for _, f := range []struct {
 		e    *engine.Engine
 		box  *mailbox
 		what string
 	}{{a.cfg.Record, &a.records, "the rollout record"}, {a.cfg.Config, &a.configs, "kubeadm-config"}} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = f.e.Follow(follow, f.box.put, func(err error) {
+		following = append(following, crash.Go(func() error {
+			return f.e.Follow(follow, f.box.put, func(err error) {
 				a.log(true, "WatchFailed", "following %s: %s; reading it again", f.what, exitcode.Message(err))
 			})
-		}()
+		}))
 	}
 	defer func() {
 		stopFollowing()
-		wg.Wait()
+		for _, c := range following {
+			<-c
+		}
 	}()
 
 	resync := time.NewTimer(a.cfg.Resync)
@@ -191,8 +192,15 @@ func (a *Agent) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return a.stop()
-		case <-lease.Done():
-			return exitcode.Conflictf("agent of node %s stops: %w; another agent of this node runs", a.cfg.Node.Name, lease.Err())
+		case err := <-lease.Done():
+			if exitcode.FromError(err) == exitcode.Internal {
+				return err
+			}
+			return exitcode.Conflictf("agent of node %s stops: %w; another agent of this node runs", a.cfg.Node.Name, err)
+		case err := <-following[0]: // Follow ends only with ctx, or a panic
+			return a.internal(err)
+		case err := <-following[1]:
+			return a.internal(err)
 		case <-a.configs.ready:
 			a.live, _ = a.configs.take()
 			a.refreshState(ctx, false)
@@ -274,6 +282,13 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-time.After(d):
 		return nil
 	}
+}
+
+// internal ends a run on a goroutine's panic, the Lease deleted as on a
+// stop, so that the next agent takes over at once.
+func (a *Agent) internal(err error) error {
+	_ = a.stop()
+	return err
 }
 
 // stop ends a clean run: the Lease goes, so that no one takes this agent

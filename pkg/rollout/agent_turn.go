@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
@@ -257,13 +258,25 @@ func (a *Agent) progress(e reconfigure.Event) {
 // finish before interrupting it (and so rolling it back).
 func (a *Agent) applyContext(ctx context.Context) (context.Context, func()) {
 	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, func() {
+	finished := make(chan struct{})
+	watching := crash.Go(func() error {
+		select {
+		case <-finished:
+			return nil
+		case <-ctx.Done():
+		}
 		a.log(true, "Stopping", "told to stop during node %s's turn: it has %s to finish before it is interrupted and rolled back",
 			a.cfg.Node.Name, a.cfg.StopGrace)
-		time.AfterFunc(a.cfg.StopGrace, cancel)
+		select {
+		case <-finished:
+		case <-time.After(a.cfg.StopGrace):
+			cancel()
+		}
+		return nil
 	})
 	return actx, func() {
-		stop()
+		close(finished)
+		<-watching
 		cancel()
 	}
 }
