@@ -53,10 +53,10 @@ func (r *run) considerEtcd(src *source, rep *EtcdReport) (*controlplane.Manifest
 	r.components = slices.DeleteFunc(r.components, func(c controlplane.Component) bool { return c == controlplane.Etcd })
 	switch {
 	case src.doc.ExternalEtcd():
-		rep.LeftAlone = "the ClusterConfiguration's etcd is external (etcd.external): it is not this node's to change"
+		rep.LeftAlone = "etcd is external (etcd.external)"
 		return nil, nil
 	case running == nil:
-		rep.LeftAlone = fmt.Sprintf("this node runs no local etcd member (no %s)", filepath.Join(r.req.ManifestsDir, controlplane.Etcd.File()))
+		rep.LeftAlone = fmt.Sprintf("no local etcd member on this node (no %s)", filepath.Join(r.req.ManifestsDir, controlplane.Etcd.File()))
 		return nil, nil
 	}
 	r.components = append(r.components, controlplane.Etcd)

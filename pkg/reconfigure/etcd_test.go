@@ -61,15 +61,15 @@ func TestRunPlansTheEtcdMember(t *testing.T) {
 		{name: "external etcd, whatever runs: left alone", doc: externalEtcd,
 			running: etcdMf(alone, "", "10000"), rendered: etcdMf(alone, "", "12345"),
 			plan:      []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"},
-			leftAlone: "the ClusterConfiguration's etcd is external (etcd.external): it is not this node's to change",
+			leftAlone: "etcd is external (etcd.external)",
 			recorded:  true},
 		{name: "external etcd, etcd asked for: left alone", doc: externalEtcd, components: []controlplane.Component{controlplane.Etcd},
 			running:   etcdMf(alone, "", "10000"),
-			leftAlone: "the ClusterConfiguration's etcd is external (etcd.external): it is not this node's to change"},
+			leftAlone: "etcd is external (etcd.external)"},
 		{name: "no etcd manifest on the node: left alone", doc: document,
 			rendered:  etcdMf(alone, "", "12345"),
 			plan:      []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"},
-			leftAlone: "this node runs no local etcd member (no DIR/etcd.yaml)", recorded: true},
+			leftAlone: "no local etcd member on this node (no DIR/etcd.yaml)", recorded: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newTestNode(t, tc.doc)
