@@ -82,8 +82,8 @@ func (o *Operator) Wait(ctx context.Context, id int64, opts WaitOptions) (*Statu
 		return done, err
 	})
 	switch {
-	case werr != nil && werr == judged:
-		return last, werr
+	case judged != nil: // the handler's verdict, which Watch returned
+		return last, judged
 	case werr != nil:
 		return last, o.stoppedWaiting(id, last, werr)
 	case !finished:
