@@ -24,9 +24,11 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/completion"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/edit"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/get"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/nodes"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/patch"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/reconfigure"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/restore"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/rollout"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/upgrade"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/validate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/version"
@@ -78,6 +80,8 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		backup.NewCmdBackup(flags, streams),
 		restore.NewCmdRestore(flags, streams),
 		reconfigure.NewCmdReconfigure(flags, streams),
+		rollout.NewCmdRollout(flags, streams),
+		nodes.NewCmdNodes(flags, streams),
 		version.NewCmdVersion(streams),
 	)
 	root.AddCommand(upgrade.NewCmdUpgrade(flags, streams)...)
