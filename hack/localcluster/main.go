@@ -1,6 +1,65 @@
-// Command localcluster starts or stops the local control plane the demo and
-// the benchmark run against: a real etcd and kube-apiserver on loopback, with
-// kube-system/kubeadm-config uploaded by the real kubeadm.
+// Command localcluster runs local control planes for the demo, the
+// benchmarks, the tests and anyone who wants to try the plugin on one.
+//
+// run starts an HA kubeadm control plane of N nodes (1 to 3, default 3) in
+// network, user, PID and mount namespaces of its own, runs CMD in there, and
+// stops everything when CMD ends:
+//
+//	go build -o _output/bin/localcluster ./hack/localcluster
+//	_output/bin/localcluster run --nodes 3 --dir _output/localcluster -- bash
+//
+// Each node cp-0..cp-(N-1) runs kubeadm's own kube-apiserver,
+// kube-controller-manager and kube-scheduler manifests with the static Pod
+// runner of internal/testcluster (StartLocal), which maps the node's
+// /etc/kubernetes under its directory DIR/cp-I; node I advertises
+// 192.0.2.(11+I) and serves its API on port 6443+I. etcd is external (one
+// member, DIR/etcd), and a load balancer on the controlPlaneEndpoint
+// 192.0.2.10:8443 forwards to the API servers. The addresses exist only
+// inside the namespace; nothing in there reaches outside, and nothing
+// outside sees in. DIR (default _output/localcluster) must be new, empty,
+// or an earlier run's, which run empties; it keeps the files and logs after
+// run ends, DIR/localcluster.log the detail of run's own progress, which goes
+// to stderr in a few lines prefixed "localcluster:".
+//
+// CMD runs in the namespace with run's stdin, stdout and stderr, run's
+// environment, and these variables:
+//
+//	KUBECONFIG               a system:masters kubeconfig through the load balancer
+//	KUBEADM                  the kubeadm binary the nodes were rendered with
+//	LOCALCLUSTER_NODES       the node names, space-separated: cp-0 cp-1 cp-2
+//	LOCALCLUSTER_<I>_DIR     node I's root directory: its /etc/kubernetes is
+//	                         $LOCALCLUSTER_<I>_DIR/etc/kubernetes, and its
+//	                         components' arguments name paths under it
+//	LOCALCLUSTER_<I>_MANIFESTS  node I's static Pod manifests directory
+//	LOCALCLUSTER_<I>_PATCHES    node I's kubeadm patches directory, only for a
+//	                         node that has patches (nodes 1 and 2: their
+//	                         controller-manager and scheduler ports); give it
+//	                         to reconfigure as --patches
+//	LOCALCLUSTER_<I>_ADDRESS    node I's advertise address
+//	LOCALCLUSTER_<I>_BIND_PORT  node I's API server port
+//
+// for each node I from 0 to N-1. Variables of those names that run itself
+// got are not passed on.
+//
+// When CMD exits, run stops the processes CMD left behind (SIGTERM, SIGKILL
+// 2s later), then the cluster, and exits with CMD's exit code, or 128 plus
+// the signal that killed CMD. No process outlives run: all run in its PID
+// namespace, whose processes the kernel kills when run ends, even by SIGKILL.
+//
+// CMD runs as a job of its own (a process group): a SIGINT, SIGTERM or SIGHUP
+// sent to run is passed on to that job, as a terminal passes a Ctrl-C on,
+// and the job is killed if CMD still runs 10s later. In a terminal CMD is the
+// foreground job: a Ctrl-C reaches CMD alone, so an interactive shell keeps
+// its cluster; a Ctrl-Z that stops CMD is undone, as run cannot be suspended.
+//
+// run's own exit codes: 2 for a bad command line or --dir, 125 when the
+// cluster does not start, 126 when CMD cannot be started, 127 when it is not
+// found. `go run` reports every non-zero exit code as 1: build the tool for
+// CMD's code. `localcluster run --help` prints the variables and the codes.
+//
+// up and down start and stop the single-node control plane of the demo and
+// the benchmarks: a real etcd and kube-apiserver on loopback, with
+// kube-system/kubeadm-config uploaded by the real kubeadm, left running:
 //
 //	go run ./hack/localcluster up --dir _output/demo
 //	go run ./hack/localcluster down --dir _output/demo
@@ -17,10 +76,21 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
 )
 
+const usage = `usage: localcluster run [--nodes N] [--dir DIR] -- CMD [ARGS...]   (run --help tells more)
+       localcluster up|down [--dir DIR]`
+
 func main() {
-	if len(os.Args) < 2 || (os.Args[1] != "up" && os.Args[1] != "down") {
-		fmt.Fprintln(os.Stderr, "usage: localcluster up|down --dir DIR")
-		os.Exit(2)
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(exitUsage)
+	}
+	switch os.Args[1] {
+	case "run":
+		os.Exit(run(os.Args[2:]))
+	case "up", "down":
+	default:
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(exitUsage)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	dir := fs.String("dir", "_output/demo", "directory for the control plane's data, logs and kubeconfig")
@@ -30,13 +100,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if err := run(os.Args[1], abs); err != nil {
+	if err := upDown(os.Args[1], abs); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(verb, dir string) error {
+// upDown starts (up) or stops (down) the demo's single-node control plane.
+func upDown(verb, dir string) error {
 	if verb == "down" {
 		if err := testcluster.Down(dir); err != nil {
 			return err

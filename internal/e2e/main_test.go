@@ -71,10 +71,16 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 	s.binDir = filepath.Join(tmp, "bin")
-	build := exec.Command("go", "build", "-o", filepath.Join(s.binDir, "kubectl-kubeadmcfg"), "./cmd/kubectl-kubeadmcfg")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fail(fmt.Errorf("build the plugin: %w", err))
+	// The plugin, and hack/localcluster for the tests that start a control
+	// plane of several nodes with it (built, as `go run` would report
+	// every exit code as 1). Built here, before HOME changes and with it
+	// the build cache.
+	for name, pkg := range map[string]string{"kubectl-kubeadmcfg": "./cmd/kubectl-kubeadmcfg", "localcluster": "./hack/localcluster"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(s.binDir, name), pkg)
+		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fail(fmt.Errorf("build %s: %w", pkg, err))
+		}
 	}
 	// The completion helper is installed beside the binary, as make install does.
 	helper, err := os.ReadFile(filepath.Join(root, "kubectl_complete-kubeadmcfg"))

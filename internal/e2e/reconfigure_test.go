@@ -30,28 +30,6 @@ const (
 	nodeBAddress = "192.0.2.12"
 )
 
-// nodeBPatches move node B's controller-manager and scheduler to ports of
-// their own: both nodes share one network namespace, where a real node has
-// its own. They are kubeadm patches, so they also prove that reconfigure
-// renders with the node's patches: without them node B's components would
-// not start.
-var nodeBPatches = map[string]string{
-	"kube-controller-manager+json.yaml": `- op: add
-  path: /spec/containers/0/command/-
-  value: --secure-port=10267
-- op: replace
-  path: /spec/containers/0/ports/0/containerPort
-  value: 10267
-`,
-	"kube-scheduler+json.yaml": `- op: add
-  path: /spec/containers/0/command/-
-  value: --secure-port=10269
-- op: replace
-  path: /spec/containers/0/ports/0/containerPort
-  value: 10269
-`,
-}
-
 func TestReconfigure(t *testing.T) {
 	if !testcluster.InTestNetns() {
 		start := time.Now()
@@ -316,7 +294,12 @@ func startNodes(t *testing.T) *controlPlane {
 		Endpoint: lbAddress + ":8443",
 		Nodes: []testcluster.NodeSpec{
 			{Name: "node-a", Address: nodeAAddress, BindPort: 6443},
-			{Name: "node-b", Address: nodeBAddress, BindPort: 6444, Patches: nodeBPatches},
+			// node-b's patches move its controller-manager and scheduler to
+			// ports of their own: both nodes share one network namespace,
+			// where a real node has its own. Being kubeadm patches, they
+			// also prove that reconfigure renders with the node's patches:
+			// without them node-b's components would not start.
+			{Name: "node-b", Address: nodeBAddress, BindPort: 6444, Patches: testcluster.NodePatches(1)},
 		},
 		// A kube-apiserver draining its watches takes the kubelet's whole
 		// 30s grace period; the test has no use for the wait.

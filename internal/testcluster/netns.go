@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -67,15 +68,28 @@ func ReexecInNetns(ctx context.Context, run string, timeout time.Duration, out f
 }
 
 // SetUpLoopback brings the namespace's loopback device up and puts addrs on
-// it (/32 each). It refuses to run anywhere but in the test's own network
-// namespace.
+// it (/32 each), skipping those it already has: a test may start more than
+// one control plane in its namespace. It refuses to run anywhere but in the
+// test's own network namespace.
 func SetUpLoopback(addrs ...string) error {
 	if !InTestNetns() {
 		return errors.New("refusing to change network interfaces outside the test's own network namespace")
 	}
+	have := map[string]bool{}
+	if lo, err := net.InterfaceByName("lo"); err == nil {
+		existing, err := lo.Addrs()
+		if err != nil {
+			return fmt.Errorf("read the loopback device's addresses: %w", err)
+		}
+		for _, a := range existing {
+			have[a.String()] = true
+		}
+	}
 	cmds := [][]string{{"link", "set", "lo", "up"}}
 	for _, a := range addrs {
-		cmds = append(cmds, []string{"addr", "add", a + "/32", "dev", "lo"})
+		if !have[a+"/32"] {
+			cmds = append(cmds, []string{"addr", "add", a + "/32", "dev", "lo"})
+		}
 	}
 	for _, args := range cmds {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {

@@ -16,10 +16,6 @@ import (
 	"time"
 )
 
-// Package testcluster starts a real Kubernetes control plane (etcd and
-
-// Small helpers for the processes a cluster runs.
-
 // Down stops a detached cluster from the pid files in dir.
 func Down(dir string) error {
 	var errs []error

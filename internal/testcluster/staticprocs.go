@@ -42,7 +42,10 @@ func (r *Runner) start(p *staticPod) {
 	fmt.Fprintf(logFile, "=== %s starting (config hash %s)\n", time.Now().Format(time.RFC3339Nano), p.hash)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = r.opts.Root, logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Its own process group: a terminal's Ctrl-C, or a signal to the
+	// caller's group, is for the caller, not for the node's components,
+	// which the runner stops in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		r.opts.Log("%s: start %s: %v", r.opts.Node, p.pod.Name, err)
 		p.next = time.Now().Add(time.Second)

@@ -249,8 +249,10 @@ func (c *Cluster) run(name, bin string, args []string) error {
 	if c.opts.Detach {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	} else {
-		// Die with the test binary so a crashed test leaves no servers behind.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		// Die with the test binary so a crashed test leaves no servers
+		// behind; signals to the caller's process group (a terminal's
+		// Ctrl-C) are for the caller, which stops the cluster in order.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
