@@ -44,11 +44,17 @@ Every write is a compare-and-swap on the ConfigMap's resourceVersion: on a
 conflict the edit is re-applied to the fresh document, so no concurrent
 update is lost, and a document kubeadm would reject is never written.
 
+A rollout carries the configuration to every control-plane node, one at a
+time, through an agent on each node, from the API ('rollout start', or
+--rollout on patch, edit and restore).
+
 Exit codes: 0 success (also "unchanged" and "skipped"), 1 other error,
-2 usage error, 3 invalid configuration, 4 conflict or precondition not met,
-5 not found, 6 forbidden or unauthorized, 7 outcome of the last write
-unknown; reconfigure alone: 8 failed, node back on its previous
-configuration, 9 failed and rollback failed.`
+2 usage error, 3 invalid configuration, 4 conflict or precondition not met
+(also another rollout active, a preflight that failed), 5 not found,
+6 forbidden or unauthorized, 7 outcome of the last write unknown (also a
+wait that ended before its rollout); reconfigure and a rollout's --wait:
+8 failed, node back on its previous configuration (a rollout stops there),
+9 failed and rollback failed.`
 
 // NewCmdRoot builds the command tree.
 func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
