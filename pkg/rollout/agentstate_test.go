@@ -30,10 +30,10 @@ func TestNodeStateRoundTrip(t *testing.T) {
 
 func TestAgentOf(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		lease       coordinationv1.Lease
-		ok   bool
-		code exitcode.Code
+		name  string
+		lease coordinationv1.Lease
+		ok    bool
+		code  exitcode.Code
 	}{
 		{"not an agent's", coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-scheduler"}}, false, 0},
 		{"label and name disagree", coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: AgentLeaseName("cp-0"), Labels: map[string]string{AgentLabel: "cp-1"}}}, false, 0},
