@@ -85,6 +85,9 @@ func TestReconfigure(t *testing.T) {
 			wantExit(t, runLong(t, time.Minute, "kubectl", append(args, "-n", "kube-system", "--kubeconfig", cp.Kubeconfig)...), 0)
 		}
 		admin("apply", "-f", "../../hack/rbac.yaml")
+		// The Role kubeadmcfg-reconfigure is all it needs: the
+		// ClusterConfiguration, the upgrade record and the mirror Pods.
+		admin("delete", "rolebinding", "kubeadmcfg")
 		r = a.reconfigureAs(t, operator, "--dry-run")
 		wantExit(t, r, 0)
 		r = a.reconfigureAs(t, operator)
@@ -93,6 +96,7 @@ func TestReconfigure(t *testing.T) {
 			t.Errorf("the healthy node was not recorded as good: %s", r)
 		}
 		// Without the reconfigure Role the mirror Pods cannot be read.
+		admin("apply", "-f", "../../hack/rbac.yaml")
 		admin("delete", "rolebinding", "kubeadmcfg-reconfigure")
 		r = a.reconfigureAs(t, operator)
 		wantExit(t, r, 6)
@@ -100,6 +104,15 @@ func TestReconfigure(t *testing.T) {
 			t.Errorf("the refusal does not name what is missing: %s", r)
 		}
 	})
+	if t.Failed() {
+		return
+	}
+
+	// What reconfigure refuses or leaves alone (reconfigure_guard_test.go).
+	t.Run("a version change is refused", func(t *testing.T) { testVersionChangeRefused(t, cp, a) })
+	t.Run("an upgrade in progress is refused", func(t *testing.T) { testUpgradeInProgressRefused(t, cp, a) })
+	t.Run("etcd is compared, not changed", func(t *testing.T) { testEtcdCompared(t, cp, a) })
+	cp.wantUpdates(t, map[string]int{})
 	if t.Failed() {
 		return
 	}
@@ -200,7 +213,7 @@ func TestReconfigure(t *testing.T) {
 				}
 			}
 		}()
-		r := a.reconfigure(t, "-o", "json", "--wait", "20s")
+		r := a.reconfigure(t, "-o", "json", "--wait", "30s")
 		close(stop)
 		if !<-held {
 			t.Errorf("the rollback never reached the runner")

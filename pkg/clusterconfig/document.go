@@ -143,6 +143,14 @@ func (d *Document) KubernetesVersion() string {
 	return s
 }
 
+// ExternalEtcd reports whether the document sets etcd.external: the
+// cluster's etcd is not a static Pod of its control-plane nodes, and kubeadm
+// renders no etcd manifest for it.
+func (d *Document) ExternalEtcd() bool {
+	etcd, _ := d.tree["etcd"].(map[string]any)
+	return etcd["external"] != nil
+}
+
 // Clone returns a deep copy.
 func (d *Document) Clone() *Document {
 	return &Document{tree: cloneValue(d.tree).(map[string]any)}

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -158,11 +159,21 @@ type Outcome struct {
 // replaced are put back and waited for: the error then carries exit code 8
 // (FailedError) when they are healthy again, 9 (RollbackError) when not.
 // An error before the first replace is returned as it is: nothing changed.
+// So is a replace that failed and left the manifest on disk as it was (a
+// full disk): a component whose file never changed is neither rolled back
+// nor reported down. A Wait shorter than Settle + 2 × Interval is refused
+// (exit 2) before anything is read.
 func Apply(ctx context.Context, plan *Plan, opts Options) ([]Outcome, error) {
 	a := newApplier(opts)
 	outcomes := make([]Outcome, len(plan.Changes))
 	for i, ch := range plan.Changes {
 		outcomes[i] = Outcome{Component: ch.Component, Pod: ch.Current.MirrorPodName(opts.Node), Manifest: ch.Path, Changed: ch.Changed()}
+	}
+	// A component is healthy once its probe has answered for Settle, looked
+	// at every Interval: a shorter wait could never confirm one, and would
+	// roll back every change, then fail to confirm the rollback too.
+	if least := a.opts.Settle + 2*a.opts.Interval; a.opts.Wait < least {
+		return outcomes, exitcode.Usagef("a wait of %s cannot confirm a component healthy: it takes at least %s", a.opts.Wait, least)
 	}
 	// Everything that can be checked is checked before the first replace:
 	// the probes, and the config hash of each mirror Pod, which tells the
@@ -197,9 +208,15 @@ func Apply(ctx context.Context, plan *Plan, opts Options) ([]Outcome, error) {
 		}
 		a.emit(Event{Component: ch.Component, Kind: EventReplacing, Message: outcomes[i].Backup})
 		if err := replaceManifest(ch.Path, ch.Rendered.Raw); err != nil {
-			// A rename either happened or did not: roll this one back too.
+			err = fmt.Errorf("replace %s: %w", ch.Path, err)
+			// A write that failed before the rename (a full disk) left the
+			// running manifest as it was: nothing to roll back, and nothing
+			// that may be down. Otherwise the rename may have happened.
+			if holds(ch.Path, ch.Current.Raw) {
+				return outcomes, a.fail(ctx, plan, outcomes, replaced, fmt.Errorf("%w (the manifest on disk is unchanged)", err))
+			}
 			replaced = append(replaced, i)
-			return outcomes, a.fail(ctx, plan, outcomes, replaced, fmt.Errorf("replace %s: %w", ch.Path, err))
+			return outcomes, a.fail(ctx, plan, outcomes, replaced, err)
 		}
 		replaced = append(replaced, i)
 		outcomes[i].Replaced = true
@@ -236,7 +253,9 @@ func (a *applier) fail(ctx context.Context, plan *Plan, outcomes []Outcome, repl
 	var errs []error
 	for k := len(replaced) - 1; k >= 0; k-- {
 		ch := plan.Changes[replaced[k]]
-		if err := replaceManifest(ch.Path, ch.Current.Raw); err != nil {
+		// A put-back that reports an error after its rename (the directory
+		// sync) still put the previous manifest back: judge by the file.
+		if err := replaceManifest(ch.Path, ch.Current.Raw); err != nil && !holds(ch.Path, ch.Current.Raw) {
 			down = append(down, ch.Component)
 			errs = append(errs, fmt.Errorf("put back %s: %w", ch.Path, err))
 			continue
@@ -262,6 +281,12 @@ func (a *applier) fail(ctx context.Context, plan *Plan, outcomes []Outcome, repl
 		return exitcode.New(exitcode.RollbackFailed, &RollbackError{Err: cause, Down: down, RollbackErr: errors.Join(errs...)})
 	}
 	return exitcode.New(exitcode.RolledBack, &FailedError{Err: cause, RolledBack: components})
+}
+
+// holds reports whether the file at path holds exactly data.
+func holds(path string, data []byte) bool {
+	got, err := input.ReadFile(path)
+	return err == nil && bytes.Equal(got, data)
 }
 
 func containsComponent(cs []Component, c Component) bool {

@@ -310,6 +310,20 @@ func TestApplyErrorBeforeAnyChangeIsNotARollback(t *testing.T) {
 	n.wantManifests(nil)
 }
 
+// A wait too short to ever confirm a component (Settle + 2 × Interval,
+// here 40ms) is refused before anything is read or replaced (review R2).
+func TestApplyRefusesAWaitThatCannotConfirm(t *testing.T) {
+	n := newNode(t)
+	_, err := n.apply(map[Component]string{APIServer: "--v=2"}, func(o *Options) { o.Wait = 39 * time.Millisecond })
+	if exitcode.FromError(err) != exitcode.Usage || err.Error() != "a wait of 39ms cannot confirm a component healthy: it takes at least 40ms" {
+		t.Fatalf("exit %d: %v", exitcode.FromError(err), err)
+	}
+	n.wantManifests(nil)
+	if len(n.events) != 0 || len(n.backups.names) != 0 {
+		t.Errorf("events %v, backups %v", n.events, n.backups.names)
+	}
+}
+
 // An unexpected error once something changed is rolled back like a
 // failed component, and says what it was.
 func TestApplyErrorAfterAChangeIsRolledBack(t *testing.T) {

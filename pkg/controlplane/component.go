@@ -30,12 +30,31 @@ const (
 	Scheduler         Component = "scheduler"
 )
 
+// Etcd is a node's local etcd member, by the name of kubeadm's phase
+// `kubeadm init phase etcd local`. It is not one of Components:
+// reconfigure does not change etcd, it only renders its manifest to compare
+// it with the running one (CompareEtcd).
+const Etcd Component = "etcd"
+
 // Components returns every component, in order.
 func Components() []Component { return []Component{APIServer, ControllerManager, Scheduler} }
 
 // PodName is the static Pod's name, and its manifest's file name without
-// ".yaml": kube-apiserver, kube-controller-manager, kube-scheduler.
-func (c Component) PodName() string { return "kube-" + string(c) }
+// ".yaml": kube-apiserver, kube-controller-manager, kube-scheduler, etcd.
+func (c Component) PodName() string {
+	if c == Etcd {
+		return "etcd"
+	}
+	return "kube-" + string(c)
+}
+
+// phase is the kubeadm command that renders the component's manifest.
+func (c Component) phase() []string {
+	if c == Etcd {
+		return []string{"init", "phase", "etcd", "local"}
+	}
+	return []string{"init", "phase", "control-plane", string(c)}
+}
 
 // File is the manifest's file name in the manifests directory.
 func (c Component) File() string { return c.PodName() + ".yaml" }

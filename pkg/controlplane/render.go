@@ -17,9 +17,10 @@ import (
 
 // Renderer renders static Pod manifests with the real kubeadm, never by
 // hand: `kubeadm init phase control-plane COMPONENT --config FILE --dry-run`
-// with KUBEADM_INIT_DRYRUN_DIR set to a private temporary directory, where
-// kubeadm 1.37 writes the manifests it would install. kubeadm writes nothing
-// else, and nothing under /etc/kubernetes.
+// (`kubeadm init phase etcd local` for Etcd) with KUBEADM_INIT_DRYRUN_DIR
+// set to a private temporary directory, where kubeadm 1.37 writes the
+// manifests it would install. kubeadm writes nothing else, and nothing under
+// /etc/kubernetes.
 type Renderer struct {
 	// Kubeadm is the kubeadm binary: a path, or a name looked up in PATH.
 	Kubeadm string
@@ -36,7 +37,7 @@ func (r Renderer) Render(ctx context.Context, configFile []byte, components []Co
 	// Without KUBEADM_INIT_DRYRUN_DIR a dry run writes under
 	// /etc/kubernetes/tmp, and 1.37 is the release known to honour it:
 	// refuse an older kubeadm before it runs.
-	if err := checkVersion(ctx, bin); err != nil {
+	if _, err := kubeadmVersion(ctx, bin); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "kubeadmcfg-render-")
@@ -54,7 +55,7 @@ func (r Renderer) Render(ctx context.Context, configFile []byte, components []Co
 		if err := os.Mkdir(manifests, 0o700); err != nil {
 			return nil, err
 		}
-		cmd := exec.CommandContext(ctx, bin, "init", "phase", "control-plane", string(c), "--config", config, "--dry-run")
+		cmd := exec.CommandContext(ctx, bin, append(c.phase(), "--config", config, "--dry-run")...)
 		cmd.Env = append(os.Environ(), "KUBEADM_INIT_DRYRUN_DIR="+manifests)
 		var output bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &output, &output
@@ -77,17 +78,28 @@ func (r Renderer) Render(ctx context.Context, configFile []byte, components []Co
 // KUBEADM_INIT_DRYRUN_DIR.
 const MinKubeadmMinor = 37
 
-// checkVersion refuses a kubeadm older than 1.37.
-func checkVersion(ctx context.Context, bin string) error {
+// Version is the kubeadm binary's release, as `kubeadm version -o short`
+// reports it (v1.37.2), refused when older than 1.37. reconfigure checks it
+// against kubernetesVersion (CheckKubeadmRelease) before it renders.
+func (r Renderer) Version(ctx context.Context) (string, error) {
+	bin, err := exec.LookPath(r.Kubeadm)
+	if err != nil {
+		return "", fmt.Errorf("cannot run kubeadm: %w", err)
+	}
+	return kubeadmVersion(ctx, bin)
+}
+
+// kubeadmVersion reads bin's version, refusing a kubeadm older than 1.37.
+func kubeadmVersion(ctx context.Context, bin string) (string, error) {
 	out, err := exec.CommandContext(ctx, bin, "version", "-o", "short").Output()
 	if err != nil {
-		return fmt.Errorf("cannot run %s version: %w", bin, err)
+		return "", fmt.Errorf("cannot run %s version: %w", bin, err)
 	}
 	v := strings.TrimSpace(string(out))
 	if _, err := parseMinor(v); err != nil {
-		return fmt.Errorf("%s reports version %q: %w", bin, v, err)
+		return "", fmt.Errorf("%s reports version %q: %w", bin, v, err)
 	}
-	return nil
+	return v, nil
 }
 
 // parseMinor reads the minor release of a kubeadm version such as v1.37.2,

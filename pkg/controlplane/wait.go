@@ -11,6 +11,15 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
+// MinWait is the least time a caller should give each component to come up
+// healthy (Options.Wait). The kubelet gives a stopping container its
+// termination grace period, 30 seconds in kubeadm's manifests (they set
+// none), and a kube-apiserver draining its watches can take all of it
+// before the new one even starts: under that, a healthy change may be
+// rolled back. Apply itself only refuses a wait too short to ever confirm a
+// component (Settle + 2 × Interval).
+const MinWait = 30 * time.Second
+
 // apiTimeout bounds one read of a mirror Pod, so a hung connection to an API
 // server that is restarting does not eat the whole wait.
 const apiTimeout = 5 * time.Second

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
 // Stage is a step of a run that depends on the node's settings.
@@ -30,6 +31,15 @@ const (
 	// StageBackup: the ClusterConfiguration to apply could not be backed up
 	// (Store).
 	StageBackup Stage = "backup"
+	// StageUpgrade: the upgrade record says an upgrade is in progress
+	// (UpgradeInProgressError), or it could not be read (UpgradeConfigMap,
+	// AllowDuringUpgrade).
+	StageUpgrade Stage = "upgrade"
+	// StageVersion: the render would change versions
+	// (controlplane.VersionChangeError), or kubeadm is of another minor
+	// release than kubernetesVersion (controlplane.KubeadmReleaseError)
+	// (AllowVersionChange).
+	StageVersion Stage = "version"
 )
 
 // StageError is a run that stopped at Stage, or a warning about it. Its
@@ -85,3 +95,44 @@ func (e *NotRecordedError) Error() string {
 }
 
 func (e *NotRecordedError) Unwrap() error { return e.Err }
+
+// UpgradeInProgressError is a run refused because the upgrade record says
+// an upgrade is in progress: a reconfiguration could undo what the upgrade
+// did on this node, or give it the other release's configuration.
+type UpgradeInProgressError struct {
+	// ConfigMap holds the record, as namespace/name.
+	ConfigMap string
+	State     upgrade.State
+	From, To  string
+}
+
+func (e *UpgradeInProgressError) Error() string {
+	return fmt.Sprintf("an upgrade from %s to %s is in progress (state %s in configmap %s): reconfiguring a node now could undo its work or mix releases; finish or abort the upgrade first",
+		orUnknown(e.From), orUnknown(e.To), e.State, e.ConfigMap)
+}
+
+func orUnknown(v string) string {
+	if v == "" {
+		return "(unknown)"
+	}
+	return v
+}
+
+// EtcdError is the warning of a run on a node whose local etcd member does
+// not run the applied configuration: its rendered manifest differs from the
+// running one (Difference says how), or could not be rendered or read
+// (Err). reconfigure does not change etcd, so the run is not recorded as the
+// node's last known good, which stands for the whole control plane.
+type EtcdError struct {
+	Difference string
+	Err        error
+}
+
+func (e *EtcdError) Error() string {
+	if e.Err != nil {
+		return "not recorded as the last known good: cannot compare etcd with its rendered manifest: " + exitcode.Message(e.Err)
+	}
+	return fmt.Sprintf("etcd would change (%s), but reconfigure does not change etcd: not recorded as the last known good", e.Difference)
+}
+
+func (e *EtcdError) Unwrap() error { return e.Err }

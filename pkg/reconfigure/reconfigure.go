@@ -27,15 +27,22 @@ import (
 )
 
 // Run reconfigures the node. Before anything changes it takes the manifests
-// directory's lock (not on a dry run), reads the document, renders and
-// plans; an error there is returned with a nil Report, and nothing was
-// changed. Once the plan is applied, a failure comes back with the Report of
+// directory's lock (not on a dry run), reads the document, checks that no
+// upgrade is in progress (StageUpgrade), renders, plans, and checks that
+// the plan changes no versions (StageVersion); an error there is returned
+// with a nil Report, and nothing was changed. It also renders the node's
+// local etcd member, to compare: etcd is not changed, and a node whose etcd
+// would change is not recorded as its last known good (an EtcdError
+// warning). Once the plan is applied, a failure comes back with the Report of
 // what was done: controlplane's errors, exit code 8 when the node is back on
 // its previous manifests, 9 when the rollback failed too.
 func Run(ctx context.Context, req Request) (*Report, error) {
 	r := &run{req: req, components: req.Components}
 	if len(r.components) == 0 {
 		r.components = controlplane.Components()
+	}
+	if err := r.checkWait(); err != nil {
+		return nil, err
 	}
 	if !req.DryRun {
 		unlock, err := controlplane.Lock(req.ManifestsDir)
@@ -48,6 +55,9 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.checkUpgrade(ctx, src); err != nil {
+		return nil, err
+	}
 	node, err := controlplane.Discover(req.ManifestsDir, req.Node)
 	if err != nil {
 		return nil, &StageError{Stage: StageDiscover, Err: exitcode.New(exitcode.Failure, err)}
@@ -56,9 +66,13 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 	if err != nil {
 		return nil, exitcode.Failuref("build this node's kubeadm config file: %w", err)
 	}
+	renderer := controlplane.Renderer{Kubeadm: req.Kubeadm}
+	if err := r.checkKubeadm(ctx, renderer, src); err != nil {
+		return nil, err
+	}
 	r.emit(Event{Kind: EventRendering, Message: fmt.Sprintf("rendering the manifests of node %s (advertise address %s, port %d) with %s from %s",
 		node.Name, node.AdvertiseAddress, node.BindPort, req.Kubeadm, src.label)})
-	rendered, err := controlplane.Renderer{Kubeadm: req.Kubeadm}.Render(ctx, file, r.components)
+	rendered, err := renderer.Render(ctx, file, r.components)
 	if err != nil {
 		return nil, &StageError{Stage: StageRender, Err: exitcode.New(exitcode.Failure, err)}
 	}
@@ -66,10 +80,14 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 	if err != nil {
 		return nil, &StageError{Stage: StagePlan, Err: err}
 	}
+	if err := r.checkVersions(plan); err != nil {
+		return nil, err
+	}
 	rep := &Report{Node: node.Name, Source: src.label, DryRun: req.DryRun, Plan: plan}
 	if src.backup != nil {
 		rep.Backup = src.backup.Name
 	}
+	r.compareEtcd(ctx, renderer, src, file, rep)
 	if req.DryRun {
 		return rep, nil
 	}

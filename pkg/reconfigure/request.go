@@ -39,12 +39,32 @@ type Request struct {
 	// node's last known good.
 	Components []controlplane.Component
 	// Wait is how long each changed component may take to come up
-	// healthy before the rollback.
+	// healthy before the rollback: at least controlplane.MinWait, unless
+	// DryRun (a usage error, exit 2, otherwise).
 	Wait time.Duration
 	// NoRollback leaves a component that does not come up as it is.
 	NoRollback bool
 	// DryRun stops after the plan: nothing is locked, backed up or changed.
+	// It is refused as a run would be (StageUpgrade, StageVersion), so that
+	// its exit code says what a run would do.
 	DryRun bool
+	// AllowVersionChange applies a render that changes a component's image
+	// tag, or that a kubeadm of another minor release than kubernetesVersion
+	// makes. Without it such a run stops at StageVersion with exit 4
+	// (controlplane.VersionChangeError, controlplane.KubeadmReleaseError):
+	// versions are kubeadm upgrade's to change, with etcd and the kubelet in
+	// their turn, not a reconfiguration's.
+	AllowVersionChange bool
+	// AllowDuringUpgrade runs whatever the upgrade record says, without
+	// reading it. Without it a run stops at StageUpgrade with exit 4
+	// (UpgradeInProgressError) while the record says an upgrade is in
+	// progress, or when it cannot be read. It is not AllowVersionChange:
+	// a change made during an upgrade on purpose still must not change
+	// versions by accident.
+	AllowDuringUpgrade bool
+	// UpgradeConfigMap names the ConfigMap that holds the upgrade record
+	// (pkg/upgrade), in Config's namespace; "" is upgrade.DefaultConfigMap.
+	UpgradeConfigMap string
 	// Progress receives what the run does, as it does it; nil discards it.
 	Progress func(Event)
 }

@@ -6,6 +6,10 @@ import "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 type run struct {
 	req        Request
 	components []controlplane.Component
+	// etcdDiffers: the node's etcd does not run the configuration, or
+	// could not be compared (an EtcdError warning says which): the run is
+	// not recorded as the node's last known good.
+	etcdDiffers bool
 }
 
 // allComponents reports whether every component is reconfigured, which a

@@ -17,6 +17,7 @@ import (
 // source is the ClusterConfiguration a run applies.
 type source struct {
 	document   []byte
+	doc        *clusterconfig.Document
 	apiVersion string
 	// cm is the ConfigMap it was read from (live or pinned); nil for a
 	// backup.
@@ -62,7 +63,7 @@ func (r *run) fromConfigMap(cm *corev1.ConfigMap, which string) (*source, error)
 	if err != nil {
 		return nil, exitcode.Invalidf("the %s ClusterConfiguration cannot be applied: %w", which, err)
 	}
-	return &source{document: []byte(raw), apiVersion: doc.APIVersion(), cm: cm,
+	return &source{document: []byte(raw), doc: doc, apiVersion: doc.APIVersion(), cm: cm,
 		label: fmt.Sprintf("the %s ClusterConfiguration (resourceVersion %s)", which, cm.ResourceVersion)}, nil
 }
 
@@ -98,5 +99,9 @@ func (r *run) fromBackup(ctx context.Context) (*source, error) {
 	default:
 		return nil, err
 	}
-	return &source{document: b.Document, apiVersion: b.APIVersion, backup: b, label: "backup " + b.Name}, nil
+	doc, err := clusterconfig.Parse(b.Document)
+	if err != nil {
+		return nil, exitcode.Invalidf("backup %s cannot be applied: %w", b.Name, err)
+	}
+	return &source{document: b.Document, doc: doc, apiVersion: b.APIVersion, backup: b, label: "backup " + b.Name}, nil
 }

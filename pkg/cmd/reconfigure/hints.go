@@ -28,6 +28,7 @@ func hint(err error) error {
 	}
 	var busy *controlplane.BusyError
 	var kubeadm *controlplane.KubeadmError
+	var inProgress *reconfigurenode.UpgradeInProgressError
 	switch {
 	case stage.Stage == reconfigurenode.StageLock && !errors.As(err, &busy):
 		return exitcode.WithHint(err, "check --manifests-dir")
@@ -39,6 +40,12 @@ func hint(err error) error {
 		return exitcode.WithHint(err, "check --manifests-dir and --components")
 	case stage.Stage == reconfigurenode.StageBackup:
 		return exitcode.WithHint(err, "check --backup-dir")
+	case stage.Stage == reconfigurenode.StageVersion:
+		return exitcode.WithHint(err, "pass --allow-version-change to apply it anyway")
+	case stage.Stage == reconfigurenode.StageUpgrade && errors.As(err, &inProgress):
+		return exitcode.WithHint(err, "pass --allow-during-upgrade to reconfigure anyway")
+	case stage.Stage == reconfigurenode.StageUpgrade:
+		return exitcode.WithHint(err, "check --state-configmap, or pass --allow-during-upgrade to go on without the upgrade record")
 	}
 	return err
 }

@@ -45,6 +45,17 @@ func TestReconfigureHints(t *testing.T) {
 			"no mirror Pod kube-system/kube-apiserver-cp-9: without it there is no telling when the kubelet runs a new manifest (is --node-name this node's name?)"},
 		{"rolled back", exitcode.New(exitcode.RolledBack, errors.New("kube-apiserver did not become healthy")), exitcode.RolledBack,
 			"kube-apiserver did not become healthy"},
+		{"version change", stage(reconfigurenode.StageVersion, exitcode.Conflict, &controlplane.VersionChangeError{Changes: []controlplane.ImageChange{
+			{Component: controlplane.APIServer, Container: "kube-apiserver", Running: "v1.37.2", Rendered: "v1.37.3"}}}), exitcode.Conflict,
+			"the rendered manifests change versions (kube-apiserver: image tag v1.37.2 -> v1.37.3): upgrade the node with kubeadm instead; pass --allow-version-change to apply it anyway"},
+		{"kubeadm release", stage(reconfigurenode.StageVersion, exitcode.Conflict, &controlplane.KubeadmReleaseError{Kubeadm: "v1.38.0", KubernetesVersion: "v1.37.2"}), exitcode.Conflict,
+			"kubeadm v1.38.0 is of another minor release than kubernetesVersion v1.37.2, and renders its own release's flags: use the kubeadm of the cluster's release; pass --allow-version-change to apply it anyway"},
+		{"upgrade in progress", stage(reconfigurenode.StageUpgrade, exitcode.Conflict, &reconfigurenode.UpgradeInProgressError{
+			ConfigMap: "kube-system/kubeadmcfg-upgrade", State: "upgrading-first-master", From: "v1.37.2", To: "v1.38.0"}), exitcode.Conflict,
+			"an upgrade from v1.37.2 to v1.38.0 is in progress (state upgrading-first-master in configmap kube-system/kubeadmcfg-upgrade): " +
+				"reconfiguring a node now could undo its work or mix releases; finish or abort the upgrade first; pass --allow-during-upgrade to reconfigure anyway"},
+		{"upgrade record unreadable", stage(reconfigurenode.StageUpgrade, exitcode.Forbidden, errors.New(`configmaps "kubeadmcfg-upgrade" is forbidden`)), exitcode.Forbidden,
+			`configmaps "kubeadmcfg-upgrade" is forbidden; check --state-configmap, or pass --allow-during-upgrade to go on without the upgrade record`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := hint(tc.err)
@@ -67,6 +78,8 @@ func TestReconfigureHints(t *testing.T) {
 			"not recorded as the last known good: back up the ClusterConfiguration to apply, nothing was changed: disk full; check --backup-dir"},
 		{"not recorded", &reconfigurenode.NotRecordedError{Healthy: true, Err: errors.New("record the last known good: read-only file system")},
 			"the node is healthy, but its last known good was not recorded: record the last known good: read-only file system"},
+		{"etcd", &reconfigurenode.EtcdError{Difference: "adds --snapshot-count=12345"},
+			"etcd would change (adds --snapshot-count=12345), but reconfigure does not change etcd: not recorded as the last known good"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, warning(tc.warning, []string{"kube-apiserver"})); diff != "" {

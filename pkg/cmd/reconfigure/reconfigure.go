@@ -19,6 +19,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	reconfigurenode "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
 const reconfigureLong = `Apply the ClusterConfiguration to this node's control-plane static Pods.
@@ -35,6 +36,21 @@ into a private temporary directory), so nothing is rendered by hand and
 kubeadm writes nothing under /etc/kubernetes. Per-node values never go into
 the ConfigMap: reconfigure does not write it at all.
 
+reconfigure changes a node's configuration, never its versions, which are
+kubeadm upgrade's to change (with etcd and the kubelet). It refuses, exit 4
+and before anything changes (on a dry run too), when a rendered image tag
+differs from the running manifest's, or when kubeadm is of another minor
+release than kubernetesVersion: --allow-version-change overrides that. It
+also refuses while the upgrade record (--state-configmap, see upgrade-status)
+says an upgrade is in progress, from its start until it is complete or
+aborted: --allow-during-upgrade overrides that, and only that.
+
+etcd is not changed by reconfigure. On a node with a local etcd member (an
+etcd.yaml manifest, and no etcd.external), its manifest is rendered too
+('kubeadm init phase etcd local --dry-run') and compared with the running
+one, the member's --initial-cluster and --initial-cluster-state aside: when
+they differ, reconfigure warns, and the run is not the node's last known good.
+
 A component whose rendered manifest equals the running one is left alone.
 The others are changed one at a time, kube-apiserver first, then
 kube-controller-manager, then kube-scheduler: the running manifest is backed
@@ -49,9 +65,11 @@ If a component is not healthy within --wait, the previous manifests of every
 component this run changed are put back and waited for, and reconfigure exits
 8 (failed, node back on its previous configuration), or 9 when they do not
 come back healthy either (a component may be down; the error names it).
-Nothing else exits 8 or 9. After a fully healthy run, the ClusterConfiguration
-backup it applied becomes this node's last known good ('backup list' shows
-it), which --latest-good applies again.
+Nothing else exits 8 or 9: a manifest that could not be written (a full
+disk) and is unchanged on disk is neither rolled back nor reported down.
+After a fully healthy run, the ClusterConfiguration backup it applied becomes
+this node's last known good ('backup list' shows it), which --latest-good
+applies again.
 
 Progress goes to stderr: one line per change when stderr is not a terminal,
 nothing with -o.`
@@ -86,6 +104,12 @@ type Options struct {
 	Diff         bool
 	NoRollback   bool
 	Key          string
+	// AllowVersionChange and AllowDuringUpgrade override the refusals of
+	// pkg/reconfigure's StageVersion and StageUpgrade; StateConfigMap names
+	// the upgrade record, as the upgrade verbs' --state-configmap does.
+	AllowVersionChange bool
+	AllowDuringUpgrade bool
+	StateConfigMap     string
 
 	components  []controlplane.Component
 	bindPortSet bool
@@ -100,7 +124,7 @@ func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStream
 		Cluster: cluster, Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(),
 		Components:   []string{string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler)},
 		ManifestsDir: "/etc/kubernetes/manifests", Kubeadm: "kubeadm", Wait: 5 * time.Minute,
-		DryRun: string(engine.DryRunNone), Key: engine.DefaultKey, IOStreams: streams,
+		DryRun: string(engine.DryRunNone), Key: engine.DefaultKey, StateConfigMap: upgrade.DefaultConfigMap, IOStreams: streams,
 	}
 }
 
@@ -135,12 +159,17 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.Node.PatchesDir, "patches", o.Node.PatchesDir, "Directory of kubeadm patches this node's manifests are rendered with")
 	fs.StringVar(&o.ManifestsDir, "manifests-dir", o.ManifestsDir, "The kubelet's static Pod manifests directory")
 	fs.StringVar(&o.Kubeadm, "kubeadm", o.Kubeadm, "The kubeadm binary that renders the manifests (1.37 or later)")
-	fs.DurationVar(&o.Wait, "wait", o.Wait, "How long each changed component may take to come up healthy before the rollback")
+	fs.DurationVar(&o.Wait, "wait", o.Wait, "How long each changed component may take to come up healthy before the rollback (at least 30s)")
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `One of none, client. "client" (or --dry-run alone) prints the diff of each manifest that would change, and changes nothing`)
 	fs.Lookup("dry-run").NoOptDefVal = string(engine.DryRunClient)
 	fs.BoolVar(&o.Diff, "diff", o.Diff, "Print a unified diff of each manifest that would change, and change nothing (as --dry-run)")
 	fs.BoolVar(&o.NoRollback, "no-rollback", o.NoRollback, "Leave a component that does not come up as it is (debugging)")
 	fs.StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
+	fs.BoolVar(&o.AllowVersionChange, "allow-version-change", o.AllowVersionChange,
+		"Apply even when a component's image tag would change, or kubeadm is of another minor release than kubernetesVersion (kubeadm upgrade's work)")
+	fs.BoolVar(&o.AllowDuringUpgrade, "allow-during-upgrade", o.AllowDuringUpgrade,
+		"Run even while the upgrade record (--state-configmap) says an upgrade is in progress, without reading it")
+	fs.StringVar(&o.StateConfigMap, "state-configmap", o.StateConfigMap, "Name of the ConfigMap that holds the upgrade state (in -n)")
 	o.Backup.AddFlags(cmd, false)
 	o.Print.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("components", cmdutil.FixedCompletion(
@@ -190,8 +219,9 @@ func (o *Options) Validate() error {
 	default:
 		return exitcode.Usagef("--dry-run must be none or client, not %q", o.DryRun)
 	}
-	if o.Wait <= 0 {
-		return exitcode.Usagef("--wait must be positive, not %s", o.Wait)
+	if o.Wait < controlplane.MinWait {
+		return exitcode.Usagef("--wait must be at least %s, not %s: a restarting kube-apiserver may take the kubelet's 30s grace period just to stop",
+			controlplane.MinWait, o.Wait)
 	}
 	if strings.TrimSpace(o.ManifestsDir) == "" {
 		return exitcode.Usagef("--manifests-dir must not be empty")
@@ -201,6 +231,9 @@ func (o *Options) Validate() error {
 	}
 	if strings.TrimSpace(o.Key) == "" {
 		return exitcode.Usagef("--key must not be empty")
+	}
+	if strings.TrimSpace(o.StateConfigMap) == "" {
+		return exitcode.Usagef("--state-configmap must not be empty")
 	}
 	return o.Backup.Validate()
 }
@@ -218,6 +251,7 @@ func (o *Options) Run(ctx context.Context) error {
 		Node:       o.Node,
 		Components: o.components, ManifestsDir: o.ManifestsDir, Kubeadm: o.Kubeadm,
 		Wait: o.Wait, NoRollback: o.NoRollback, DryRun: o.dryRun(),
+		AllowVersionChange: o.AllowVersionChange, AllowDuringUpgrade: o.AllowDuringUpgrade, UpgradeConfigMap: o.StateConfigMap,
 		Progress: p.event,
 	})
 	err = hint(err)

@@ -2,6 +2,7 @@ package reconfigure
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -38,10 +39,24 @@ func TestReconfigureValidate(t *testing.T) {
 		{"server dry run", r(func(o *Options) { o.DryRun = "server" }),
 			`--dry-run must be none or client, not "server": reconfigure changes files on this node, not objects in the API`},
 		{"other dry run", r(func(o *Options) { o.DryRun = "all" }), `--dry-run must be none or client, not "all"`},
-		{"wait", r(func(o *Options) { o.Wait = 0 }), "--wait must be positive, not 0s"},
+		{"wait", r(func(o *Options) { o.Wait = 0 }), waitTooShort("0s")},
+		{"wait below the minimum", r(func(o *Options) { o.Wait = 30*time.Second - time.Millisecond }), waitTooShort("29.999s")},
+		{"wait of a second", r(func(o *Options) { o.Wait = time.Second }), waitTooShort("1s")},
+		{"wait at the minimum", r(func(o *Options) { o.Wait = 30 * time.Second }), ""},
+		{"wait below the minimum on a dry run", r(func(o *Options) { o.Wait, o.DryRun = 3*time.Second, "client" }), waitTooShort("3s")},
 		{"manifests dir", r(func(o *Options) { o.ManifestsDir = " " }), "--manifests-dir must not be empty"},
 		{"kubeadm", r(func(o *Options) { o.Kubeadm = "" }), "--kubeadm must not be empty"},
 		{"key", r(func(o *Options) { o.Key = "" }), "--key must not be empty"},
+		{"state configmap", r(func(o *Options) { o.StateConfigMap = "" }), "--state-configmap must not be empty"},
+		{"both overrides", r(func(o *Options) { o.AllowVersionChange, o.AllowDuringUpgrade = true, true }), ""},
 		{"keep", r(func(o *Options) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
 	})
+}
+
+// waitTooShort is Validate's refusal of a --wait under 30s: below it, a
+// healthy kube-apiserver, which may take the kubelet's 30s grace period
+// just to stop, could not be confirmed, and every change would be rolled
+// back (review R2).
+func waitTooShort(got string) string {
+	return "--wait must be at least 30s, not " + got + ": a restarting kube-apiserver may take the kubelet's 30s grace period just to stop"
 }
