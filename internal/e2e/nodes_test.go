@@ -17,7 +17,7 @@ type nodesView struct {
 	Nodes               []struct {
 		Name         string        `json:"name"`
 		ControlPlane bool          `json:"controlPlane"`
-		Agent        rollout.Agent `json:"agent"`
+		Agent        rollout.AgentStatus `json:"agent"`
 		InSync       rollout.Sync  `json:"inSync"`
 		InSyncReason string        `json:"inSyncReason"`
 	} `json:"nodes"`

@@ -217,7 +217,7 @@ type rolloutStatus struct {
 	LiveHash string          `json:"liveHash"`
 	Nodes    []struct {
 		Name   string        `json:"name"`
-		Agent  rollout.Agent `json:"agent"`
+		Agent  rollout.AgentStatus `json:"agent"`
 		InSync string        `json:"inSync"`
 	} `json:"nodes"`
 }

@@ -28,8 +28,8 @@ const (
 	AgentNone Liveness = "none"
 )
 
-// Agent is a node's agent as its Lease shows it.
-type Agent struct {
+// AgentStatus is a node's agent as its Lease shows it.
+type AgentStatus struct {
 	Node     string   `json:"node"`
 	Liveness Liveness `json:"liveness"`
 	// Lease is the agent's Lease; empty when the node has none.
@@ -45,7 +45,7 @@ type Agent struct {
 }
 
 // Seen shows the agent as tables do: "alive (3s)", "lost (45s)", "none".
-func (a Agent) Seen() string {
+func (a AgentStatus) Seen() string {
 	if a.Liveness == AgentNone || a.LastSeen == nil {
 		return string(a.Liveness)
 	}
@@ -55,13 +55,13 @@ func (a Agent) Seen() string {
 // Agents reads every agent Lease in the record's namespace and judges each
 // on the API server's clock: alive when renewed within StaleAfter. The map
 // is keyed by node; nodes without a Lease are not in it.
-func (o *Operator) Agents(ctx context.Context) (map[string]Agent, error) {
+func (o *Operator) Agents(ctx context.Context) (map[string]AgentStatus, error) {
 	leases, err := o.Record.Leases(ctx, AgentLabel)
 	if err != nil {
 		return nil, err
 	}
 	now := o.now() // after the list: the server's Date of its answer
-	agents := make(map[string]Agent, len(leases))
+	agents := make(map[string]AgentStatus, len(leases))
 	for i := range leases {
 		if a, ok := judge(&leases[i], now, o.staleAfter()); ok {
 			agents[a.Node] = a
@@ -71,12 +71,12 @@ func (o *Operator) Agents(ctx context.Context) (map[string]Agent, error) {
 }
 
 // judge reads one Lease as an agent's; ok is false when it is not one.
-func judge(l *coordinationv1.Lease, now time.Time, staleAfter time.Duration) (Agent, bool) {
+func judge(l *coordinationv1.Lease, now time.Time, staleAfter time.Duration) (AgentStatus, bool) {
 	node, state, ok, err := AgentOf(l)
 	if !ok {
-		return Agent{}, false
+		return AgentStatus{}, false
 	}
-	a := Agent{Node: node, Lease: l.Name, Liveness: AgentLost, State: state}
+	a := AgentStatus{Node: node, Lease: l.Name, Liveness: AgentLost, State: state}
 	if err != nil {
 		a.StateError = err.Error()
 	}
@@ -90,16 +90,16 @@ func judge(l *coordinationv1.Lease, now time.Time, staleAfter time.Duration) (Ag
 }
 
 // AgentFor returns node's agent from agents, or one of liveness none.
-func AgentFor(agents map[string]Agent, node string) Agent {
+func AgentFor(agents map[string]AgentStatus, node string) AgentStatus {
 	if a, ok := agents[node]; ok {
 		return a
 	}
-	return Agent{Node: node, Liveness: AgentNone}
+	return AgentStatus{Node: node, Liveness: AgentNone}
 }
 
 // NodeNames is every node either list names, once each, sorted: the
 // control-plane nodes, and any other node an agent reports on.
-func NodeNames(controlPlane []string, agents map[string]Agent) []string {
+func NodeNames(controlPlane []string, agents map[string]AgentStatus) []string {
 	names := slices.Clone(controlPlane)
 	for n := range agents {
 		if !slices.Contains(names, n) {
@@ -124,7 +124,7 @@ const (
 // SyncWith judges the agent's published state against the live document of
 // hash liveHash: a state found for another document says nothing about this
 // one. why says what differs, or why it is not known.
-func (a Agent) SyncWith(liveHash string) (sync Sync, why string) {
+func (a AgentStatus) SyncWith(liveHash string) (sync Sync, why string) {
 	s := a.State
 	switch {
 	case a.Liveness == AgentNone:

@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestAgentsJudgedOnTheServersClock: ages come from the Lease's renewTime
+// TestOperatorJudgesAgentsOnTheServersClock: ages come from the Lease's renewTime
 // and the server's now, never this host's clock.
-func TestAgentsJudgedOnTheServersClock(t *testing.T) {
+func TestOperatorJudgesAgentsOnTheServersClock(t *testing.T) {
 	w := healthy("cp-0")
 	w.node("cp-1", true, true, base.Add(-40*time.Second))
 	o, _ := w.operator(t)
@@ -31,16 +31,16 @@ func TestAgentsJudgedOnTheServersClock(t *testing.T) {
 
 func TestSyncWith(t *testing.T) {
 	live := Hash(docV2)
-	withState := func(s *NodeState) Agent { return Agent{Node: "cp-0", Liveness: AgentAlive, State: s} }
+	withState := func(s *NodeState) AgentStatus { return AgentStatus{Node: "cp-0", Liveness: AgentAlive, State: s} }
 	for _, tc := range []struct {
 		name  string
-		agent Agent
+		agent AgentStatus
 		sync  Sync
 		why   string
 	}{
-		{"no agent", Agent{Node: "cp-0", Liveness: AgentNone}, SyncUnknown, "no agent"},
+		{"no agent", AgentStatus{Node: "cp-0", Liveness: AgentNone}, SyncUnknown, "no agent"},
 		{"no state", withState(nil), SyncUnknown, "the agent has published no state"},
-		{"damaged state", Agent{Liveness: AgentAlive, StateError: "not a node state"}, SyncUnknown, "not a node state"},
+		{"damaged state", AgentStatus{Liveness: AgentAlive, StateError: "not a node state"}, SyncUnknown, "not a node state"},
 		{"the agent could not tell", withState(&NodeState{Error: "kubeadm failed"}), SyncUnknown, "kubeadm failed"},
 		{"in sync", withState(&NodeState{InSync: true, LiveHash: live}), SyncYes, ""},
 		{"differs", withState(&NodeState{Differs: []string{"kube-apiserver", "kube-scheduler"}, LiveHash: live}), SyncNo, "kube-apiserver, kube-scheduler"},

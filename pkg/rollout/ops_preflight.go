@@ -95,7 +95,7 @@ func checkSpec(spec Spec) error {
 
 // nodeProblems lists what keeps node from bearing a rollout: its
 // components' mirror Pods and its agent.
-func (o *Operator) nodeProblems(ctx context.Context, node string, agent Agent) ([]string, error) {
+func (o *Operator) nodeProblems(ctx context.Context, node string, agent AgentStatus) ([]string, error) {
 	var problems []string
 	for _, c := range controlplane.Components() {
 		name := c.PodName() + "-" + node

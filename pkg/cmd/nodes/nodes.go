@@ -61,7 +61,7 @@ type Row struct {
 	// ControlPlane is false for a node with an agent but without the
 	// control-plane label.
 	ControlPlane bool          `json:"controlPlane"`
-	Agent        rollout.Agent `json:"agent"`
+	Agent        rollout.AgentStatus `json:"agent"`
 	InSync       rollout.Sync  `json:"inSync"`
 	// InSyncReason names the components that differ, or why it is not
 	// known.

@@ -81,7 +81,7 @@ func (f *Flags) followResult(ctx context.Context, out *Result, line string, wait
 // document.
 type NodeRow struct {
 	Name         string             `json:"name"`
-	Agent        rolloutstate.Agent `json:"agent"`
+	Agent        rolloutstate.AgentStatus `json:"agent"`
 	InSync       rolloutstate.Sync  `json:"inSync"`
 	InSyncReason string             `json:"inSyncReason,omitempty"`
 }

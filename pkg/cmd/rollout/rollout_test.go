@@ -91,9 +91,9 @@ func TestPrintStatus(t *testing.T) {
 			{Name: "cp-2", Phase: rolloutstate.NodePending},
 		}}
 	v := &StatusView{Rollout: s, Nodes: []NodeRow{
-		{Name: "cp-0", Agent: rolloutstate.Agent{Node: "cp-0", Liveness: rolloutstate.AgentAlive, LastSeen: &metav1.Duration{Duration: 3 * time.Second}}, InSync: rolloutstate.SyncNo},
-		{Name: "cp-1", Agent: rolloutstate.Agent{Node: "cp-1", Liveness: rolloutstate.AgentLost, LastSeen: &metav1.Duration{Duration: 45 * time.Second}}, InSync: rolloutstate.SyncYes},
-		{Name: "cp-2", Agent: rolloutstate.Agent{Node: "cp-2", Liveness: rolloutstate.AgentNone}, InSync: rolloutstate.SyncUnknown},
+		{Name: "cp-0", Agent: rolloutstate.AgentStatus{Node: "cp-0", Liveness: rolloutstate.AgentAlive, LastSeen: &metav1.Duration{Duration: 3 * time.Second}}, InSync: rolloutstate.SyncNo},
+		{Name: "cp-1", Agent: rolloutstate.AgentStatus{Node: "cp-1", Liveness: rolloutstate.AgentLost, LastSeen: &metav1.Duration{Duration: 45 * time.Second}}, InSync: rolloutstate.SyncYes},
+		{Name: "cp-2", Agent: rolloutstate.AgentStatus{Node: "cp-2", Liveness: rolloutstate.AgentNone}, InSync: rolloutstate.SyncUnknown},
 	}}
 	var out bytes.Buffer
 	if err := printStatus(&out, v, now); err != nil {
