@@ -15,11 +15,11 @@ type nodesView struct {
 	LiveHash            string `json:"liveHash"`
 	LiveResourceVersion string `json:"liveResourceVersion"`
 	Nodes               []struct {
-		Name         string        `json:"name"`
-		ControlPlane bool          `json:"controlPlane"`
+		Name         string              `json:"name"`
+		ControlPlane bool                `json:"controlPlane"`
 		Agent        rollout.AgentStatus `json:"agent"`
-		InSync       rollout.Sync  `json:"inSync"`
-		InSyncReason string        `json:"inSyncReason"`
+		InSync       rollout.Sync        `json:"inSync"`
+		InSyncReason string              `json:"inSyncReason"`
 	} `json:"nodes"`
 }
 

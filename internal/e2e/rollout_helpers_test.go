@@ -216,9 +216,9 @@ type rolloutStatus struct {
 	Rollout  *rollout.Status `json:"rollout"`
 	LiveHash string          `json:"liveHash"`
 	Nodes    []struct {
-		Name   string        `json:"name"`
+		Name   string              `json:"name"`
 		Agent  rollout.AgentStatus `json:"agent"`
-		InSync string        `json:"inSync"`
+		InSync string              `json:"inSync"`
 	} `json:"nodes"`
 }
 

@@ -60,9 +60,9 @@ type Row struct {
 	Name string `json:"name"`
 	// ControlPlane is false for a node with an agent but without the
 	// control-plane label.
-	ControlPlane bool          `json:"controlPlane"`
+	ControlPlane bool                `json:"controlPlane"`
 	Agent        rollout.AgentStatus `json:"agent"`
-	InSync       rollout.Sync  `json:"inSync"`
+	InSync       rollout.Sync        `json:"inSync"`
 	// InSyncReason names the components that differ, or why it is not
 	// known.
 	InSyncReason string `json:"inSyncReason,omitempty"`

@@ -80,10 +80,10 @@ func (f *Flags) followResult(ctx context.Context, out *Result, line string, wait
 // rollout: its agent as the API sees it, and whether the node runs the live
 // document.
 type NodeRow struct {
-	Name         string             `json:"name"`
+	Name         string                   `json:"name"`
 	Agent        rolloutstate.AgentStatus `json:"agent"`
-	InSync       rolloutstate.Sync  `json:"inSync"`
-	InSyncReason string             `json:"inSyncReason,omitempty"`
+	InSync       rolloutstate.Sync        `json:"inSync"`
+	InSyncReason string                   `json:"inSyncReason,omitempty"`
 }
 
 // StatusView is what status prints with -o: the rollout as stored, and a
