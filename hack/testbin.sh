@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real control-plane binaries the tests and the demo run (etcd,
-# kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm) from the
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm) and
+# etcdutl, the etcd release's offline tool (snapshot restore), from the
 # versions pinned in hack/tools/go.mod, and kubeadm 1.36 (the newest release
 # that reads kubeadm.k8s.io/v1beta3) from hack/tools/kubeadm-1.36/go.mod.
 # Binaries land in $TESTBIN_DIR/<version>/ and are reused when already built.
@@ -12,6 +13,11 @@ cd "${root}/hack/tools"
 
 k8s_version="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"
 etcd_version="$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)"
+etcdutl_version="$(go list -m -f '{{.Version}}' go.etcd.io/etcd/etcdutl/v3)"
+if [[ "${etcdutl_version}" != "${etcd_version}" ]]; then
+	echo "hack/tools/go.mod pins etcdutl ${etcdutl_version} and etcd ${etcd_version}: pin both to one release" >&2
+	exit 1
+fi
 major="$(echo "${k8s_version#v}" | cut -d. -f1)"
 minor="$(echo "${k8s_version#v}" | cut -d. -f2)"
 
@@ -36,6 +42,7 @@ build() { # build NAME PACKAGE VERSION [LDFLAGS]
 }
 
 build etcd go.etcd.io/etcd/server/v3 "etcd-${etcd_version}" "-s -w"
+build etcdutl go.etcd.io/etcd/etcdutl/v3 "etcd-${etcd_version}" "-s -w"
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "kubernetes-${k8s_version}" "${ldflags}"
 build kubeadm k8s.io/kubernetes/cmd/kubeadm "kubernetes-${k8s_version}" "${ldflags}"
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "kubernetes-${k8s_version}" "${ldflags}"
@@ -55,6 +62,7 @@ build kubeadm k8s.io/kubernetes/cmd/kubeadm "kubernetes-${v1beta3_version}" "${v
 
 # Print the directories so callers can export them.
 echo "ETCD_BIN=${out}/etcd-${etcd_version}/etcd"
+echo "ETCDUTL_BIN=${out}/etcd-${etcd_version}/etcdutl"
 echo "KUBE_APISERVER_BIN=${out}/kubernetes-${k8s_version}/kube-apiserver"
 echo "KUBEADM_BIN=${out}/kubernetes-${k8s_version}/kubeadm"
 echo "KUBE_CONTROLLER_MANAGER_BIN=${out}/kubernetes-${k8s_version}/kube-controller-manager"

@@ -11,10 +11,26 @@
 // Each node cp-0..cp-(N-1) runs kubeadm's own kube-apiserver,
 // kube-controller-manager and kube-scheduler manifests with the static Pod
 // runner of internal/testcluster (StartLocal), which maps the node's
-// /etc/kubernetes under its directory DIR/cp-I; node I advertises
-// 192.0.2.(11+I) and serves its API on port 6443+I. etcd is external (one
-// member, DIR/etcd), and a load balancer on the controlPlaneEndpoint
-// 192.0.2.10:8443 forwards to the API servers. The addresses exist only
+// /etc/kubernetes, and what its components write, under its directory
+// DIR/cp-I; node I advertises 192.0.2.(11+I) and serves its API on port
+// 6443+I. A load balancer on the controlPlaneEndpoint 192.0.2.10:8443
+// forwards to the API servers.
+//
+// With --etcd stacked (the default, as kubeadm builds a control plane)
+// every node also runs an etcd member from kubeadm's own manifest
+// (etcd.local, data in DIR/cp-I/var/lib/etcd), with the real etcd binary
+// and kubeadm's etcd certificates: cp-0's as `kubeadm init phase etcd
+// local` renders it, the others as `kubeadm join --control-plane` adds
+// them (a learner, its manifest naming the members with
+// --initial-cluster-state=existing, then promoted), and each API server
+// uses its own node's member. The member's peer and client URLs are on
+// its node's address (ports 2380 and 2379); its loopback client URL, which
+// its API server uses, and its metrics, which its probes ask, are on ports
+// 2379+10I and 2381+10I, moved by node I's kubeadm patches, as its
+// controller-manager's and scheduler's are. With --etcd external one etcd
+// of run's own serves every node (one member, DIR/etcd).
+//
+// The addresses exist only
 // inside the namespace; nothing in there reaches outside, and nothing
 // outside sees in. DIR (default _output/localcluster) must be new, empty,
 // or an earlier run's, which run empties; it keeps the files and logs after
@@ -27,16 +43,22 @@
 //	KUBECONFIG               a system:masters kubeconfig through the load balancer
 //	KUBEADM                  the kubeadm binary the nodes were rendered with
 //	LOCALCLUSTER_NODES       the node names, space-separated: cp-0 cp-1 cp-2
+//	LOCALCLUSTER_ETCD        stacked or external, as --etcd
 //	LOCALCLUSTER_<I>_DIR     node I's root directory: its /etc/kubernetes is
 //	                         $LOCALCLUSTER_<I>_DIR/etc/kubernetes, and its
 //	                         components' arguments name paths under it
 //	LOCALCLUSTER_<I>_MANIFESTS  node I's static Pod manifests directory
 //	LOCALCLUSTER_<I>_PATCHES    node I's kubeadm patches directory, only for a
 //	                         node that has patches (nodes 1 and 2: their
-//	                         controller-manager and scheduler ports); give it
-//	                         to reconfigure as --patches
+//	                         controller-manager, scheduler and etcd ports);
+//	                         give it to reconfigure as --patches
 //	LOCALCLUSTER_<I>_ADDRESS    node I's advertise address
 //	LOCALCLUSTER_<I>_BIND_PORT  node I's API server port
+//	LOCALCLUSTER_<I>_ETCD_ENDPOINT  node I's etcd member's client URL, only
+//	                         with a stacked etcd; node I's etcd client
+//	                         certificate and CA are in
+//	                         $LOCALCLUSTER_<I>_DIR/etc/kubernetes/pki/etcd
+//	                         (healthcheck-client.crt, .key, ca.crt)
 //
 // for each node I from 0 to N-1. Variables of those names that run itself
 // got are not passed on.
@@ -76,7 +98,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
 )
 
-const usage = `usage: localcluster run [--nodes N] [--dir DIR] -- CMD [ARGS...]   (run --help tells more)
+const usage = `usage: localcluster run [--nodes N] [--etcd stacked|external] [--dir DIR] -- CMD [ARGS...]   (run --help tells more)
        localcluster up|down [--dir DIR]`
 
 func main() {

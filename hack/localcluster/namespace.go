@@ -89,7 +89,7 @@ func mountProc() error {
 // startCluster starts the nodes. A signal stops the start; then, or when the
 // start fails, it returns nil and run's exit code.
 func startCluster(o runOptions, in inner, l *runLog, sigs <-chan os.Signal) (*testcluster.Nodes, int) {
-	l.say("starting %d control-plane node(s) in %s; details in %s", o.nodes, o.dir, filepath.Join(o.dir, logName))
+	l.say("starting %d control-plane node(s) with %s etcd in %s; details in %s", o.nodes, o.etcd, o.dir, filepath.Join(o.dir, logName))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type started struct {
@@ -99,7 +99,7 @@ func startCluster(o runOptions, in inner, l *runLog, sigs <-chan os.Signal) (*te
 	result := make(chan started, 1)
 	begin := time.Now()
 	go func() {
-		n, err := testcluster.StartLocal(ctx, in.Bins, testcluster.LocalOptions{Nodes: o.nodes, Dir: o.dir, Log: l.logf})
+		n, err := testcluster.StartLocal(ctx, in.Bins, testcluster.LocalOptions{Nodes: o.nodes, Etcd: o.etcd, Dir: o.dir, Log: l.logf})
 		result <- started{n, err}
 	}()
 	var caught os.Signal
@@ -204,13 +204,16 @@ func commandEnv(environ []string, nodes *testcluster.Nodes) []string {
 		env = append(env, kv)
 	}
 	env = append(env, "KUBECONFIG="+nodes.Kubeconfig, "KUBEADM="+nodes.Bins.Kubeadm,
-		"LOCALCLUSTER_NODES="+strings.Join(nodeNames(nodes), " "))
+		"LOCALCLUSTER_NODES="+strings.Join(nodeNames(nodes), " "), "LOCALCLUSTER_ETCD="+string(nodes.Etcd))
 	for i, n := range nodes.Nodes {
 		p := "LOCALCLUSTER_" + strconv.Itoa(i) + "_"
 		env = append(env, p+"DIR="+n.Root, p+"MANIFESTS="+n.ManifestsDir, p+"ADDRESS="+n.Address,
 			p+"BIND_PORT="+strconv.Itoa(int(n.BindPort)))
 		if n.PatchesDir != "" {
 			env = append(env, p+"PATCHES="+n.PatchesDir)
+		}
+		if n.Etcd != nil {
+			env = append(env, p+"ETCD_ENDPOINT="+n.Etcd.ClientURL)
 		}
 	}
 	return env

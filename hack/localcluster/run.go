@@ -32,7 +32,7 @@ const (
 	exitNotFound  = 127 // CMD was not found
 )
 
-const runUsage = "localcluster run [--nodes N] [--dir DIR] -- CMD [ARGS...]"
+const runUsage = "localcluster run [--nodes N] [--etcd stacked|external] [--dir DIR] -- CMD [ARGS...]"
 
 // runHelp is what run --help prints: the package comment tells the rest.
 const runHelp = `usage: ` + runUsage + `
@@ -45,6 +45,10 @@ if CMD still runs 10s later. No process outlives run.
 
 Flags:
   --nodes N   number of control-plane nodes, 1 to 3 (default 3)
+  --etcd E    stacked: every node runs an etcd member from kubeadm's manifest,
+              the first as kubeadm init starts it, the others as kubeadm join
+              adds them (kubeadm's default); external: one etcd of run's own,
+              in DIR/etcd (default stacked)
   --dir DIR   the cluster's files and logs, kept after run ends; new, empty, or
               an earlier run's, which run empties (default _output/localcluster)
 
@@ -52,11 +56,15 @@ CMD's variables, I from 0 to N-1:
   KUBECONFIG                  a system:masters kubeconfig through the load balancer
   KUBEADM                     the kubeadm binary the nodes were rendered with
   LOCALCLUSTER_NODES          the node names, space-separated: cp-0 cp-1 cp-2
+  LOCALCLUSTER_ETCD           stacked or external, as --etcd
   LOCALCLUSTER_<I>_DIR        node I's root: its /etc/kubernetes is DIR/etc/kubernetes
   LOCALCLUSTER_<I>_MANIFESTS  node I's static Pod manifests directory
   LOCALCLUSTER_<I>_PATCHES    node I's kubeadm patches (--patches), if it has any
   LOCALCLUSTER_<I>_ADDRESS    node I's advertise address, 192.0.2.(11+I)
   LOCALCLUSTER_<I>_BIND_PORT  node I's API server port, 6443+I
+  LOCALCLUSTER_<I>_ETCD_ENDPOINT  node I's etcd member, https://192.0.2.(11+I):2379
+                              (stacked only; its client certificate is
+                              DIR/etc/kubernetes/pki/etcd/healthcheck-client.crt)
 
 Exit codes besides CMD's: 2 bad command line or --dir, 125 the cluster did not
 start (DIR/localcluster.log says why), 126 CMD cannot be started, 127 CMD not
@@ -74,6 +82,7 @@ const logName = "localcluster.log"
 // runOptions is a parsed run command line.
 type runOptions struct {
 	nodes   int
+	etcd    testcluster.EtcdMode
 	dir     string // absolute
 	command []string
 }
@@ -98,6 +107,7 @@ func parseRun(args []string) (runOptions, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // one line of our own instead of the flag package's
 	nodes := fs.Int("nodes", testcluster.MaxLocalNodes, "number of control-plane nodes")
+	etcd := fs.String("etcd", string(testcluster.EtcdStacked), "where etcd runs: stacked or external")
 	dir := fs.String("dir", filepath.Join("_output", "localcluster"), "directory for the cluster's files and logs")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -107,6 +117,9 @@ func parseRun(args []string) (runOptions, error) {
 	}
 	if *nodes < 1 || *nodes > testcluster.MaxLocalNodes {
 		return runOptions{}, usagef("--nodes must be between 1 and %d, not %d", testcluster.MaxLocalNodes, *nodes)
+	}
+	if mode := testcluster.EtcdMode(*etcd); mode != testcluster.EtcdStacked && mode != testcluster.EtcdExternal {
+		return runOptions{}, usagef("--etcd must be %s or %s, not %q", testcluster.EtcdStacked, testcluster.EtcdExternal, *etcd)
 	}
 	if fs.NArg() == 0 {
 		return runOptions{}, usagef("give the command to run after --")
@@ -118,7 +131,7 @@ func parseRun(args []string) (runOptions, error) {
 	if err != nil {
 		return runOptions{}, err
 	}
-	return runOptions{nodes: *nodes, dir: abs, command: fs.Args()}, nil
+	return runOptions{nodes: *nodes, etcd: testcluster.EtcdMode(*etcd), dir: abs, command: fs.Args()}, nil
 }
 
 // run is the run verb; it returns the exit code.

@@ -82,7 +82,9 @@ touch "$out/started"
 while [ ! -e "$out/finish" ]; do sleep 0.1; done
 exit 3
 `
-		cmd := exec.Command(tool, "run", "--nodes", "3", "--dir", filepath.Join(dir, "cluster"), "--", "sh", "-c", script, "sh", out)
+		// External etcd, as testcluster.StartLocal runs it for the other
+		// e2e tests; TestLocalClusterStackedEtcd checks a stacked one.
+		cmd := exec.Command(tool, "run", "--nodes", "3", "--etcd", "external", "--dir", filepath.Join(dir, "cluster"), "--", "sh", "-c", script, "sh", out)
 		// A variable of an enclosing run must not reach CMD.
 		cmd.Env = append(os.Environ(), "LOCALCLUSTER_5_DIR=/stale")
 		p := startProcess(t, cmd)

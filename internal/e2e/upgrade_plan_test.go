@@ -23,7 +23,16 @@ type planStatus struct {
 	Steps int      `json:"steps"`
 	Next  []string `json:"next"`
 	// Runners are the steps being run by upgrade-run.
-	Runners []struct{ ID, State, Host, Lease string } `json:"runners"`
+	Runners []runnerStatus `json:"runners"`
+	// LostRunners are runners whose step was taken from them.
+	LostRunners []runnerStatus `json:"lostRunners"`
+}
+
+// runnerStatus is a runner as upgrade-status -o json prints it.
+type runnerStatus struct {
+	ID, State, Host, Lease string
+	PID                    int    `json:"pid"`
+	BootID                 string `json:"bootID"`
 }
 
 func (e *env) planStatus() planStatus {

@@ -29,7 +29,7 @@ func (r *Runner) publish(p *staticPod) {
 	if p.synced == state && time.Since(p.checked) < 2*time.Second {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(r.ctx, 3*time.Second)
 	defer cancel()
 	pods := r.opts.Client.CoreV1().Pods(namespaceOf(pod))
 	name := pod.Name + "-" + r.opts.Node
@@ -83,7 +83,7 @@ func (r *Runner) registerNode() {
 	if time.Since(r.heartbeat) < 10*time.Second {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(r.ctx, 3*time.Second)
 	defer cancel()
 	nodes := r.opts.Client.CoreV1().Nodes()
 	if r.node == nil {
@@ -163,7 +163,7 @@ func (r *Runner) status(p *staticPod) corev1.PodStatus {
 }
 
 func (r *Runner) deleteMirror(pod *corev1.Pod) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(r.ctx, 3*time.Second)
 	defer cancel()
 	pods := r.opts.Client.CoreV1().Pods(namespaceOf(pod))
 	mirror, err := pods.Get(ctx, pod.Name+"-"+r.opts.Node, metav1.GetOptions{})

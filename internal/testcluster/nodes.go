@@ -2,7 +2,6 @@ package testcluster
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -12,9 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -23,8 +22,10 @@ import (
 // kubeadm cluster runs: each node's kube-apiserver, kube-controller-manager
 // and kube-scheduler are kubeadm's own static Pod manifests, run by a
 // static Pod runner, with certificates and kubeconfigs from `kubeadm init
-// phase certs` and `kubeconfig`; etcd is external (the harness's); a TCP
-// load balancer on the controlPlaneEndpoint forwards to the API servers.
+// phase certs` and `kubeconfig`; etcd is external (the harness's) or
+// stacked (a member on every node from kubeadm's etcd manifest, see
+// etcd.go); a TCP load balancer on the controlPlaneEndpoint forwards to the
+// API servers.
 //
 // It needs the node addresses on a local interface, which kubeadm insists
 // on (it refuses loopback advertise addresses): run it inside a network
@@ -50,43 +51,20 @@ type NodesOptions struct {
 	// Endpoint is the controlPlaneEndpoint (host:port) the load balancer
 	// listens on.
 	Endpoint string
-	// EtcdURL is where the harness's etcd serves (http://127.0.0.1:2379 when
-	// empty).
+	// Etcd is where etcd runs: EtcdExternal (the default) or EtcdStacked.
+	Etcd EtcdMode
+	// EtcdURL is where the harness's external etcd serves
+	// (http://127.0.0.1:2379 when empty); unused with a stacked etcd.
 	EtcdURL string
-	// ClusterConfig is the ClusterConfiguration (NodesClusterConfig when
-	// empty). Its certificatesDir stays kubeadm's default: the runner maps
+	// ClusterConfig is the ClusterConfiguration (NodesClusterConfig, or
+	// StackedClusterConfig for a stacked etcd, when empty). Its
+	// certificatesDir stays kubeadm's default: the runner maps
 	// /etc/kubernetes into each node's root.
 	ClusterConfig string
 	Nodes         []NodeSpec
 	// Grace is the runners' RunnerOptions.Grace.
 	Grace time.Duration
 	Log   func(format string, args ...any)
-}
-
-// NodesClusterConfig is a ClusterConfiguration for StartNodes: external
-// etcd at etcdURL, the load balancer's endpoint.
-func NodesClusterConfig(endpoint, etcdURL string) string {
-	return fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: v1.37.2
-clusterName: kubernetes
-controlPlaneEndpoint: %s
-etcd:
-  external:
-    endpoints:
-    - %s
-networking:
-  podSubnet: 10.244.0.0/16
-  serviceSubnet: 10.96.0.0/12
-apiServer:
-  extraArgs:
-  - name: audit-log-maxage
-    value: "30"
-controllerManager:
-  extraArgs:
-  - name: node-cidr-mask-size
-    value: "24"
-`, endpoint, etcdURL)
 }
 
 // Node is one control-plane node.
@@ -99,6 +77,8 @@ type Node struct {
 	PatchesDir string
 	// Runner runs the node's static Pods.
 	Runner *Runner
+	// Etcd is the node's member of a stacked etcd (nil with external etcd).
+	Etcd *EtcdMember
 }
 
 // InitConfiguration is the node's own kubeadm document.
@@ -128,28 +108,26 @@ type Nodes struct {
 	// Kubeconfig is a system:masters kubeconfig through the load balancer.
 	Kubeconfig    string
 	ClusterConfig string
-	Nodes         []*Node
-	Bins          Binaries
+	// Etcd is where etcd runs.
+	Etcd  EtcdMode
+	Nodes []*Node
+	Bins  Binaries
 
-	base *Cluster // runs etcd, in Dir
+	base *Cluster // runs the external etcd, in Dir
 	lb   *loadBalancer
 }
 
-// StartNodes starts etcd, every node and the load balancer, uploads the
-// ClusterConfiguration with `kubeadm init phase upload-config kubeadm`, and
-// returns once every component's mirror Pod is Ready.
+// StartNodes starts the external etcd, the load balancer and every node
+// in turn (with a stacked etcd, each node's member joins the cluster as
+// `kubeadm join --control-plane` adds it), uploads the ClusterConfiguration
+// with `kubeadm init phase upload-config kubeadm`, and returns once every
+// component's mirror Pod is Ready.
 func StartNodes(ctx context.Context, bins Binaries, opts NodesOptions) (*Nodes, error) {
 	if bins.ControllerManager == "" || bins.Scheduler == "" {
 		return nil, errors.New("kube-controller-manager and kube-scheduler are not built (make testbin)")
 	}
-	if opts.EtcdURL == "" {
-		opts.EtcdURL = "http://127.0.0.1:2379"
-	}
-	if opts.ClusterConfig == "" {
-		opts.ClusterConfig = NodesClusterConfig(opts.Endpoint, opts.EtcdURL)
-	}
-	if opts.Log == nil {
-		opts.Log = func(string, ...any) {}
+	if err := opts.complete(); err != nil {
+		return nil, err
 	}
 	base := &Cluster{Bins: bins, opts: Options{Log: opts.Log}, Dir: opts.Dir, EtcdURL: opts.EtcdURL}
 	if base.Dir == "" {
@@ -159,7 +137,7 @@ func StartNodes(ctx context.Context, bins Binaries, opts NodesOptions) (*Nodes, 
 		}
 		base.Dir, base.ownDir = dir, true
 	}
-	n := &Nodes{Dir: base.Dir, ClusterConfig: opts.ClusterConfig, Bins: bins, base: base}
+	n := &Nodes{Dir: base.Dir, ClusterConfig: opts.ClusterConfig, Etcd: opts.Etcd, Bins: bins, base: base}
 	if err := n.start(ctx, opts); err != nil {
 		n.Stop()
 		return nil, err
@@ -201,23 +179,21 @@ func (n *Nodes) startEtcd(ctx context.Context) error {
 	}
 }
 
+// start sets the nodes up one after the other, as kubeadm init and then
+// kubeadm join on each further node would: a node's runner (its kubelet)
+// runs before its etcd member joins, and a member joins only once the
+// cluster before it is healthy.
 func (n *Nodes) start(ctx context.Context, opts NodesOptions) error {
 	if err := os.MkdirAll(n.Dir, 0o700); err != nil {
 		return err
 	}
-	if err := n.startEtcd(ctx); err != nil {
-		return err
+	if n.Etcd == EtcdExternal {
+		if err := n.startEtcd(ctx); err != nil {
+			return err
+		}
 	}
 	var backends []string
-	for i, spec := range opts.Nodes {
-		node, err := n.setUpNode(ctx, spec, opts)
-		if err != nil {
-			return fmt.Errorf("node %s: %w", spec.Name, err)
-		}
-		if i == 0 {
-			n.Kubeconfig = filepath.Join(node.Root, "etc", "kubernetes", "super-admin.conf")
-		}
-		n.Nodes = append(n.Nodes, node)
+	for _, spec := range opts.Nodes {
 		backends = append(backends, net.JoinHostPort(spec.Address, fmt.Sprint(spec.BindPort)))
 	}
 	lb, err := startLoadBalancer(opts.Endpoint, backends)
@@ -225,17 +201,34 @@ func (n *Nodes) start(ctx context.Context, opts NodesOptions) error {
 		return err
 	}
 	n.lb = lb
-	client, err := n.Clientset()
-	if err != nil {
-		return err
-	}
 	binaries := map[string]string{
 		"kube-apiserver": n.Bins.APIServer, "kube-controller-manager": n.Bins.ControllerManager, "kube-scheduler": n.Bins.Scheduler,
 	}
-	for _, node := range n.Nodes {
+	if n.Etcd == EtcdStacked {
+		binaries["etcd"] = n.Bins.Etcd
+	}
+	var client kubernetes.Interface
+	for i, spec := range opts.Nodes {
+		node, err := n.setUpNode(ctx, spec, opts)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", spec.Name, err)
+		}
+		n.Nodes = append(n.Nodes, node)
+		if i == 0 {
+			n.Kubeconfig = filepath.Join(node.Root, "etc", "kubernetes", "super-admin.conf")
+			if client, err = n.Clientset(); err != nil {
+				return err
+			}
+		}
 		opts.Log("starting the static Pod runner of %s", node.Name)
 		node.Runner = StartRunner(RunnerOptions{Node: node.Name, Address: node.Address, Root: node.Root, ManifestsDir: node.ManifestsDir,
 			Binaries: binaries, Client: client, Grace: opts.Grace, Log: opts.Log})
+		if n.Etcd == EtcdStacked && i > 0 {
+			opts.Log("%s: joining its etcd member as kubeadm join --control-plane does", node.Name)
+			if err := n.joinEtcd(ctx, node, filepath.Join(node.Root, "kubeadm.yaml"), opts.Log); err != nil {
+				return fmt.Errorf("node %s: %w", spec.Name, err)
+			}
+		}
 	}
 	if err := n.waitAPI(ctx); err != nil {
 		return err
@@ -251,8 +244,13 @@ func (n *Nodes) start(ctx context.Context, opts NodesOptions) error {
 	return n.WaitReady(ctx, 3*time.Minute)
 }
 
-// sharedPKI are the files every control-plane node has the same copy of.
-var sharedPKI = []string{"ca.crt", "ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "sa.key", "sa.pub"}
+// sharedPKI are the files every control-plane node has the same copy of;
+// with a stacked etcd, the etcd CA too (sharedEtcdPKI). These are the
+// files `kubeadm join --control-plane` copies.
+var (
+	sharedPKI     = []string{"ca.crt", "ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "sa.key", "sa.pub"}
+	sharedEtcdPKI = []string{"etcd/ca.crt", "etcd/ca.key"}
+)
 
 // setUpNode writes a node's certificates, kubeconfigs, patches and initial
 // manifests, all with kubeadm.
@@ -261,7 +259,11 @@ func (n *Nodes) setUpNode(ctx context.Context, spec NodeSpec, opts NodesOptions)
 	etc := filepath.Join(root, "etc", "kubernetes")
 	pki := filepath.Join(etc, "pki")
 	node := &Node{NodeSpec: spec, Root: root, ManifestsDir: filepath.Join(etc, "manifests")}
-	for _, d := range []string{pki, node.ManifestsDir} {
+	dirs := []string{pki, node.ManifestsDir}
+	if n.Etcd == EtcdStacked {
+		dirs = append(dirs, filepath.Join(pki, "etcd"))
+	}
+	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}
@@ -270,7 +272,11 @@ func (n *Nodes) setUpNode(ctx context.Context, spec NodeSpec, opts NodesOptions)
 	// kubeadm join --control-plane copies them.
 	if len(n.Nodes) > 0 {
 		from := filepath.Join(n.Nodes[0].Root, "etc", "kubernetes", "pki")
-		for _, f := range sharedPKI {
+		shared := sharedPKI
+		if n.Etcd == EtcdStacked {
+			shared = append(append([]string{}, sharedPKI...), sharedEtcdPKI...)
+		}
+		for _, f := range shared {
 			data, err := os.ReadFile(filepath.Join(from, f))
 			if err != nil {
 				return nil, err
@@ -314,6 +320,12 @@ func (n *Nodes) setUpNode(ctx context.Context, spec NodeSpec, opts NodesOptions)
 	if err := RenderManifests(ctx, n.Bins.Kubeadm, file, node.ManifestsDir); err != nil {
 		return nil, err
 	}
+	if n.Etcd == EtcdStacked && len(n.Nodes) == 0 {
+		opts.Log("%s: etcd manifest with kubeadm init phase etcd local", spec.Name)
+		if err := n.initEtcd(ctx, node, file); err != nil {
+			return nil, err
+		}
+	}
 	return node, nil
 }
 
@@ -343,66 +355,17 @@ func (n *Nodes) Clientset() (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// waitAPI waits until every node's API server is ready.
-func (n *Nodes) waitAPI(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // readiness probe
-	for _, node := range n.Nodes {
-		url := fmt.Sprintf("https://%s/readyz", net.JoinHostPort(node.Address, fmt.Sprint(node.BindPort)))
-		for {
-			resp, err := client.Get(url)
-			if err == nil {
-				_ = resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("the API server of %s is not ready: %s", node.Name, lastLines(filepath.Join(node.Root, "logs", "kube-apiserver.log"), 5))
-			case <-time.After(300 * time.Millisecond):
-			}
-		}
-	}
-	return nil
-}
-
-// WaitReady waits until every node's three mirror Pods are Ready.
-func (n *Nodes) WaitReady(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	client, err := n.Clientset()
-	if err != nil {
-		return err
-	}
-	for _, node := range n.Nodes {
-		for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-			name := c + "-" + node.Name
-			for {
-				pod, err := client.CoreV1().Pods("kube-system").Get(ctx, name, metav1.GetOptions{})
-				if err == nil && len(pod.Status.ContainerStatuses) == 1 && pod.Status.ContainerStatuses[0].Ready {
-					break
-				}
-				select {
-				case <-ctx.Done():
-					return fmt.Errorf("mirror Pod %s is not Ready (%w); logs in %s", name, errors.Join(err, ctx.Err()), filepath.Join(node.Root, "logs"))
-				case <-time.After(300 * time.Millisecond):
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// Stop stops the runners, the load balancer and etcd.
+// Stop stops the runners, all at once (one by one, the last members of a
+// stacked etcd would lose quorum and their runners wait for API servers
+// that cannot answer), then the load balancer and the external etcd.
 func (n *Nodes) Stop() {
+	var wg sync.WaitGroup
 	for _, node := range n.Nodes {
 		if node.Runner != nil {
-			node.Runner.Stop()
+			wg.Go(node.Runner.Stop)
 		}
 	}
+	wg.Wait()
 	if n.lb != nil {
 		n.lb.Close()
 	}

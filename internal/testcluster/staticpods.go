@@ -1,6 +1,7 @@
 package testcluster
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"hash/fnv"
@@ -26,10 +27,11 @@ import (
 // real binaries instead of containers, restarts a component when its file
 // changes, publishes a mirror Pod (kubernetes.io/config.mirror and
 // config.hash, Ready from the manifest's own probe) and reports a crash
-// loop when the process exits, restarting it with a backoff. Host paths
-// under /etc/kubernetes that the manifest mounts are mapped into the node's
-// root directory. Whoever reads the manifests, the mirror Pods and the
-// probes cannot tell it from a kubelet.
+// loop when the process exits, restarting it with a backoff. The host
+// paths the manifest mounts that are the node's own (under /etc/kubernetes,
+// and whatever the component may write, such as etcd's data directory) are
+// mapped into the node's root directory. Whoever reads the manifests, the
+// mirror Pods and the probes cannot tell it from a kubelet.
 
 // Mirror Pod annotations the kubelet sets.
 const (
@@ -44,7 +46,8 @@ type RunnerOptions struct {
 	// Node names the mirror Pods (<pod>-<node>) and their spec.nodeName.
 	Node string
 	// Root is the node's root directory: /etc/kubernetes/X in a manifest's
-	// host paths is Root/etc/kubernetes/X.
+	// host paths is Root/etc/kubernetes/X, and so is a writable mount's
+	// (/var/lib/etcd is Root/var/lib/etcd).
 	Root string
 	// ManifestsDir is the directory watched.
 	ManifestsDir string
@@ -89,7 +92,11 @@ type Runner struct {
 	mu   sync.Mutex
 	pods map[string]*staticPod // by manifest file name
 	stop chan struct{}
-	wg   sync.WaitGroup
+	// ctx is cancelled by Stop: the API calls and probes in flight end
+	// at once rather than wait for an API server that is going away.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	// Owned by the status loop.
 	node      *corev1.Node
@@ -134,6 +141,7 @@ func StartRunner(opts RunnerOptions) *Runner {
 		pods: map[string]*staticPod{},
 		stop: make(chan struct{}),
 	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	// Processes and the API are looked after apart, as in the kubelet: a
 	// slow or absent API server must not delay noticing a crash.
 	r.wg.Add(2)
@@ -150,6 +158,7 @@ func (r *Runner) Stop() {
 	default:
 	}
 	close(r.stop)
+	r.cancel()
 	r.wg.Wait()
 	r.mu.Lock()
 	var stopping []chan struct{}
@@ -367,7 +376,11 @@ func (r *Runner) check(pod *corev1.Pod) bool {
 		host = "127.0.0.1"
 	}
 	url := fmt.Sprintf("%s://%s%s", strings.ToLower(string(get.Scheme)), net.JoinHostPort(host, strconv.Itoa(port)), get.Path)
-	resp, err := r.client.Get(url)
+	req, err := http.NewRequestWithContext(r.ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := r.client.Do(req)
 	if err != nil {
 		return false
 	}

@@ -30,7 +30,7 @@ func (r *Runner) start(p *staticPod) {
 		p.next = time.Now().Add(time.Hour)
 		return
 	}
-	args := r.mapPaths(p.pod, argv[1:])
+	args := mapPaths(r.opts.Root, p.pod, argv[1:])
 	if err := os.MkdirAll(r.opts.Logs, 0o700); err != nil {
 		return
 	}
@@ -59,9 +59,13 @@ func (r *Runner) start(p *staticPod) {
 	p.cmd, p.exited, p.started = cmd, exited, time.Now()
 }
 
-// mapPaths rewrites the paths of the manifest's host-path mounts under
-// /etc/kubernetes to their place in the node's root.
-func (r *Runner) mapPaths(pod *corev1.Pod, args []string) []string {
+// mapPaths rewrites, in args, the paths of the manifest's host-path mounts
+// that are the node's own to their place in the node's root: those under
+// /etc/kubernetes, and every mount the container may write, such as etcd's
+// data directory (wherever etcd.local.dataDir puts it). Nothing a
+// component writes lands outside the root; read-only system paths (CA
+// bundles) stay the host's.
+func mapPaths(root string, pod *corev1.Pod, args []string) []string {
 	hostPaths := map[string]string{}
 	for _, v := range pod.Spec.Volumes {
 		if v.HostPath != nil {
@@ -71,9 +75,9 @@ func (r *Runner) mapPaths(pod *corev1.Pod, args []string) []string {
 	type mount struct{ from, to string }
 	var mounts []mount
 	for _, m := range pod.Spec.Containers[0].VolumeMounts {
-		host := hostPaths[m.Name]
-		if host == "/etc/kubernetes" || strings.HasPrefix(host, "/etc/kubernetes/") {
-			mounts = append(mounts, mount{from: m.MountPath, to: filepath.Join(r.opts.Root, host)})
+		host, ok := hostPaths[m.Name]
+		if ok && (host == "/etc/kubernetes" || strings.HasPrefix(host, "/etc/kubernetes/") || !m.ReadOnly) {
+			mounts = append(mounts, mount{from: m.MountPath, to: filepath.Join(root, host)})
 		}
 	}
 	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i].from) > len(mounts[j].from) })

@@ -51,6 +51,10 @@ type Binaries struct {
 	// KubeadmV1beta3 is kubeadm 1.36, the newest release that reads
 	// kubeadm.k8s.io/v1beta3.
 	KubeadmV1beta3 string
+	// Etcdutl is the etcd release's offline tool, of etcd's version, for
+	// tests that restore snapshots (`etcdutl snapshot restore`). Optional:
+	// empty when hack/testbin.sh does not report it.
+	Etcdutl string
 }
 
 // Options tune how a cluster starts.
@@ -124,6 +128,8 @@ func FindBinaries() (Binaries, error) {
 			b.Scheduler = v
 		case "KUBEADM_V1BETA3_BIN":
 			b.KubeadmV1beta3 = v
+		case "ETCDUTL_BIN":
+			b.Etcdutl = v
 		}
 	}
 	if b.Etcd == "" || b.APIServer == "" || b.Kubeadm == "" || b.KubeadmV1beta3 == "" {

@@ -37,6 +37,11 @@ func Decode(annotations map[string]string) (rec *Record, ok bool, err error) {
 			return nil, true, exitcode.Invalidf("annotation %s is not a JSON list of runners: %w", KeyRunners, err)
 		}
 	}
+	if v := annotations[KeyLostRunners]; v != "" {
+		if err := json.Unmarshal([]byte(v), &rec.Lost); err != nil {
+			return nil, true, exitcode.Invalidf("annotation %s is not a JSON list of runners: %w", KeyLostRunners, err)
+		}
+	}
 	if v, stored := annotations[KeyPlan]; stored {
 		dec := json.NewDecoder(strings.NewReader(v))
 		dec.DisallowUnknownFields()
@@ -85,6 +90,12 @@ func (r *Record) Encode(annotations map[string]string) error {
 	annotations[KeyReason] = r.Reason
 	annotations[KeyHosts] = string(hosts)
 	annotations[KeyRunners] = string(runners)
+	if len(r.Lost) > 0 {
+		lost, _ := json.Marshal(r.Lost)
+		annotations[KeyLostRunners] = string(lost)
+	} else {
+		delete(annotations, KeyLostRunners)
+	}
 	annotations[KeyPlan] = string(plan)
 	for {
 		history, _ := json.Marshal(nonNil(r.History))

@@ -25,6 +25,7 @@ const (
 	KeyHosts       = Prefix + "hosts"
 	KeyHistory     = Prefix + "history"
 	KeyRunners     = Prefix + "runners"
+	KeyLostRunners = Prefix + "lost-runners"
 	KeyPlan        = Prefix + "plan"
 )
 
@@ -67,6 +68,11 @@ type Record struct {
 	History     []Transition    `json:"history"`
 	// Runners are the steps being run by upgrade-run, with their heartbeats.
 	Runners []Runner `json:"runners"`
+	// Lost are runners whose step was taken from them before they recorded
+	// its outcome (the audit found their heartbeat stopped, or someone moved
+	// the step): their COMMAND may still run, so a retry of their step
+	// checks, where it can, that it has ended.
+	Lost []Runner `json:"lostRunners,omitempty"`
 	// Plan is the plan the upgrade follows (the default plan for an upgrade
 	// recorded without one). It is stored, but printed apart.
 	Plan *Plan `json:"-"`
@@ -102,15 +108,15 @@ func (r *Record) record(c Clock, from, to, reason, host string) {
 	}
 }
 
-// moveTo changes the state; the runners of the state left go with it.
+// moveTo changes the state; the runners of the state left are lost.
 func (r *Record) moveTo(c Clock, to State, reason string) {
 	from := r.State
 	r.State, r.UpdatedAt, r.Reason = to, c.stamp(), BoundReason(reason)
 	r.record(c, string(from), string(to), reason, "")
-	r.dropRunners(func(rn Runner) bool { return rn.Host == "" && State(rn.State) != to })
+	r.lose(func(rn Runner) bool { return rn.Host == "" && State(rn.State) != to })
 }
 
-// setHost changes a node's status; its runners of another status go.
+// setHost changes a node's status; its runners of another status are lost.
 func (r *Record) setHost(c Clock, node string, to HostStatus, reason string) {
 	current := r.hostStatus(node)
 	if to == HostNone {
@@ -119,7 +125,7 @@ func (r *Record) setHost(c Clock, node string, to HostStatus, reason string) {
 		r.Hosts[node] = Host{Status: to, UpdatedAt: c.stamp()}
 	}
 	r.record(c, string(current), string(to), reason, node)
-	r.dropRunners(func(rn Runner) bool { return rn.Host == node && HostStatus(rn.State) != to })
+	r.lose(func(rn Runner) bool { return rn.Host == node && HostStatus(rn.State) != to })
 }
 
 // CheckVersion checks a Kubernetes version to record.

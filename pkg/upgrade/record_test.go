@@ -149,7 +149,7 @@ func TestAudit(t *testing.T) {
 			if tc.hostAt != "" {
 				rec.Hosts["worker-7"] = Host{Status: HostUpgradedKubelet, UpdatedAt: tc.hostAt}
 			}
-			_, err := rec.Audit(Clock{Now: now, By: "audit"}, time.Hour, nil)
+			_, err := rec.Audit(Clock{Now: now, By: "audit"}, time.Hour, nil, nil)
 			if exitcode.FromError(err) != tc.wantErr {
 				t.Fatalf("err %v, want code %d", err, tc.wantErr)
 			}
@@ -179,13 +179,13 @@ func TestAuditHeartbeats(t *testing.T) {
 
 	// Alive: never failed, however long it runs.
 	rec := start()
-	if changed, err := rec.Audit(days, time.Hour, nil); err != nil || changed || rec.State != UpgradingSecondMaster {
+	if changed, err := rec.Audit(days, time.Hour, nil, nil); err != nil || changed || rec.State != UpgradingSecondMaster {
 		t.Fatalf("alive runner failed: %v %s", err, rec.State)
 	}
 	// The upgrade's runner stopped: its step fails with the hosts in progress
 	// that have no live runner; worker-1's runner is alive and carries on.
 	rec = start()
-	changed, err := rec.Audit(at(100), time.Hour, map[string]time.Duration{"cp": 5 * time.Second})
+	changed, err := rec.Audit(at(100), time.Hour, map[string]time.Duration{"cp": 5 * time.Second}, nil)
 	want := map[string]HostStatus{"controller-1": HostUpgradingControlPlaneFailed, "worker-1": HostUpgradingKubelet}
 	if err != nil || !changed || rec.State != UpgradingSecondMasterFailed || !cmp.Equal(want, hostStatuses(rec)) ||
 		rec.Reason != "the runner of upgrading-second-master stopped: no heartbeat from cp for 5s" || len(rec.Runners) != 1 {
@@ -193,12 +193,12 @@ func TestAuditHeartbeats(t *testing.T) {
 	}
 	// A host's runner stopped: that host fails, the upgrade's step goes on.
 	rec = start()
-	if changed, err := rec.Audit(at(100), time.Hour, map[string]time.Duration{"w1": time.Minute}); err != nil || !changed ||
+	if changed, err := rec.Audit(at(100), time.Hour, map[string]time.Duration{"w1": time.Minute}, nil); err != nil || !changed ||
 		rec.State != UpgradingSecondMaster || rec.Hosts["worker-1"].Status != HostUpgradingKubeletFailed || len(rec.Runners) != 1 {
 		t.Fatalf("stale host runner: %v %s %v", err, rec.State, hostStatuses(rec))
 	}
 	// A second audit of the same stale runner changes nothing.
-	if changed, err := rec.Audit(at(101), time.Hour, map[string]time.Duration{"w1": time.Minute}); err != nil || changed {
+	if changed, err := rec.Audit(at(101), time.Hour, map[string]time.Duration{"w1": time.Minute}, nil); err != nil || changed {
 		t.Fatalf("second audit: %v %v", changed, err)
 	}
 }

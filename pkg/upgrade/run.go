@@ -11,7 +11,8 @@ import (
 // Runner is a step being run by upgrade-run: the process that moved the
 // upgrade (or a host) into the step and will record its outcome. While it
 // runs it renews its heartbeat Lease; an auditor that sees the heartbeat stop
-// fails the step, so a runner killed with SIGKILL cannot leave it stuck.
+// fails the step, so a runner killed with SIGKILL cannot leave it stuck,
+// unless it sees the runner's COMMAND still running on its node.
 type Runner struct {
 	// ID names this run (identity/pid/random); the heartbeat Lease's holder.
 	ID string `json:"id"`
@@ -25,6 +26,9 @@ type Runner struct {
 	Interval  string `json:"interval"`
 	Command   string `json:"command"`
 	StartedAt string `json:"startedAt"`
+	// Process is where COMMAND runs, recorded once it started (empty
+	// before, or when the record could not be written).
+	Process
 }
 
 // MaxCommandBytes bounds the command line a runner records.
@@ -45,12 +49,17 @@ type Run struct {
 	// Leases are the heartbeat Lease names to choose from, in order; the
 	// first no other runner holds is taken.
 	Leases []string
+	// Check tells whether the COMMAND of an earlier run of the step, whose
+	// runner is lost, still runs: then the run is refused (nil: unchecked).
+	Check ProcessCheck
 }
 
 // BeginRun moves the upgrade (or run.Host) into run.Step under the plan's
 // rules, checking run.Expect, and records the runner with a heartbeat Lease
 // no other runner holds. A step the upgrade is already in is taken over
-// when no runner holds it (it was set by hand); one being run is refused.
+// when no runner holds it (it was set by hand); one being run is refused,
+// and so is one whose earlier run's COMMAND run.Check sees still running
+// (a LiveCommandError), so that a retry never runs beside it.
 func (r *Record) BeginRun(c Clock, run Run) (Runner, error) {
 	p := r.plan()
 	rn := Runner{ID: run.ID, State: run.Step, Host: run.Host, Interval: run.Interval.String(),
@@ -76,6 +85,9 @@ func (r *Record) BeginRun(c Clock, run Run) (Runner, error) {
 		} else if !p.graph().allowed(r.State, to) {
 			return Runner{}, exitcode.New(exitcode.Conflict, &TransitionError{From: string(r.State), To: string(to), Allowed: join(p.Allowed(r.State))})
 		}
+		if err := r.checkLost("", run.Step, run.Check); err != nil {
+			return Runner{}, exitcode.New(exitcode.Conflict, err)
+		}
 		if err := r.takeLease(&rn, run.Leases); err != nil {
 			return Runner{}, err
 		}
@@ -100,6 +112,9 @@ func (r *Record) BeginRun(c Clock, run Run) (Runner, error) {
 			}
 		} else if !p.allowedHost(current, to) {
 			return Runner{}, exitcode.New(exitcode.Conflict, &TransitionError{Host: run.Host, From: string(current), To: string(to), Allowed: join(p.AllowedHost(current))})
+		}
+		if err := r.checkLost(run.Host, run.Step, run.Check); err != nil {
+			return Runner{}, exitcode.New(exitcode.Conflict, err)
 		}
 		if err := r.takeLease(&rn, run.Leases); err != nil {
 			return Runner{}, err
@@ -136,9 +151,11 @@ func (r *Record) EndRun(c Clock, id string, ok bool, reason string) (changed boo
 	if rn == nil {
 		return false, exitcode.Conflictf("the step is no longer held by this run: someone moved it meanwhile (the upgrade is in %s); its outcome was not recorded", r.State)
 	}
+	run := *rn
+	r.dropRunners(func(o Runner) bool { return o.ID == id }) // ended, not lost
 	p := r.plan()
-	if rn.Host == "" {
-		st := p.StepOf(State(rn.State))
+	if run.Host == "" {
+		st := p.StepOf(State(run.State))
 		if ok {
 			r.moveTo(c, st.Reaches, reason)
 			return true, nil
@@ -146,12 +163,11 @@ func (r *Record) EndRun(c Clock, id string, ok bool, reason string) (changed boo
 		// Hosts with runners of their own carry on: their runners report.
 		return r.fail(c, reason, r.hasRunner)
 	}
-	to, _ := p.HostFailedOf(HostStatus(rn.State))
+	to, _ := p.HostFailedOf(HostStatus(run.State))
 	if ok {
-		to, _ = p.HostReachesOf(HostStatus(rn.State))
+		to, _ = p.HostReachesOf(HostStatus(run.State))
 	}
-	r.setHost(c, rn.Host, to, reason)
-	r.dropRunners(func(o Runner) bool { return o.ID == id })
+	r.setHost(c, run.Host, to, reason)
 	return true, nil
 }
 
@@ -226,37 +242,43 @@ func boundCommand(s string) string {
 // Audit fails what is stuck, as upgrade-fail would:
 //
 //   - a step whose runner's heartbeat has stopped (silent lists them, by
-//     runner ID, with how long the auditor saw no renewal by its own clock):
-//     the upgrade's step fails with every host in progress; a host's step
-//     fails that host alone;
+//     runner ID, with how long the auditor saw no renewal by its own clock)
+//     and whose COMMAND check does not see running: the upgrade's step
+//     fails with every host in progress; a host's step fails that host
+//     alone; the runner is kept as lost;
 //   - a step in progress with no live heartbeat (set by hand, or its runner
 //     had none) that has made no progress (no change of state or of any
 //     host) for stuckAfter, measured on c.Now, the API server's clock.
 //
-// A runner not in silent is alive: its step is never failed, however long
-// it runs. Audit is safe from every node at once: inside a compare-and-swap
-// write only the first auditor sees the step still in progress.
-func (r *Record) Audit(c Clock, stuckAfter time.Duration, silent map[string]time.Duration) (changed bool, err error) {
+// A runner not in silent is alive, and so is a silent one whose COMMAND
+// check sees running (on the auditor's own node): its step is never
+// failed, however long it runs. Where check cannot see the COMMAND, a
+// silent runner is taken for dead with it, as its parent-death signal
+// makes it on Linux. Audit is safe from every node at once: inside a
+// compare-and-swap write only the first auditor sees the step still in
+// progress.
+func (r *Record) Audit(c Clock, stuckAfter time.Duration, silent map[string]time.Duration, check ProcessCheck) (changed bool, err error) {
 	p := r.plan()
+	live := func(o Runner) bool {
+		_, quiet := silent[o.ID]
+		return o.Lease != "" && (!quiet || (check != nil && check(o.Process) == CommandRunning))
+	}
 	for _, rn := range slices.Clone(r.Runners) {
 		quiet, stale := silent[rn.ID]
-		if !stale || rn.Lease == "" || r.runnerByID(rn.ID) == nil {
+		if !stale || rn.Lease == "" || live(rn) || r.runnerByID(rn.ID) == nil {
 			continue
 		}
 		reason := fmt.Sprintf("the runner of %s stopped: no heartbeat from %s for %s", rn.State, rn.ID, quiet.Round(time.Second))
 		if rn.Host == "" {
 			if r.State == State(rn.State) && p.InProgress(r.State) {
 				alive := func(node string) bool {
-					return slices.ContainsFunc(r.Runners, func(o Runner) bool {
-						_, quiet := silent[o.ID]
-						return o.Host == node && o.Lease != "" && !quiet
-					})
+					return slices.ContainsFunc(r.Runners, func(o Runner) bool { return o.Host == node && live(o) })
 				}
 				if _, err := r.fail(c, reason, alive); err != nil {
 					return changed, err
 				}
 			}
-			r.dropRunners(func(o Runner) bool { return o.ID == rn.ID })
+			r.lose(func(o Runner) bool { return o.ID == rn.ID })
 			changed = true
 			continue
 		}
@@ -265,7 +287,7 @@ func (r *Record) Audit(c Clock, stuckAfter time.Duration, silent map[string]time
 				r.setHost(c, rn.Host, hf, reason)
 			}
 		}
-		r.dropRunners(func(o Runner) bool { return o.ID == rn.ID })
+		r.lose(func(o Runner) bool { return o.ID == rn.ID })
 		changed = true
 	}
 	if !p.InProgress(r.State) {

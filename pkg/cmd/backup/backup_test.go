@@ -24,6 +24,8 @@ func TestBackupValidate(t *testing.T) {
 	}
 	prune := NewPruneOptions(streams)
 	prune.Backup.Keep = -1
+	pruneSnapshots := NewPruneOptions(streams)
+	pruneSnapshots.KeepEtcdSnapshots = 0
 	badVersion := verify(true)
 	badVersion.KubeadmVersion = "1"
 	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
@@ -38,5 +40,6 @@ func TestBackupValidate(t *testing.T) {
 		{"verify both", verify(true, "a"), "give backup names or --all, not both or neither"},
 		{"verify kubeadm-version", badVersion, `--kubeadm-version: want a version such as v1.37.2, not "1"`},
 		{"prune keep", prune, "--keep must be at least 1, not -1"},
+		{"prune keep etcd snapshots", pruneSnapshots, "--keep-etcd-snapshots must be at least 1, not 0"},
 	})
 }

@@ -10,6 +10,9 @@ import (
 
 // Info is one backup as list, backup and verify print it with -o.
 type Info struct {
+	// Kind tells a ClusterConfiguration backup from an etcd snapshot
+	// (EtcdSnapshotInfo) in list's and verify's output.
+	Kind              string    `json:"kind"`
 	Name              string    `json:"name"`
 	Path              string    `json:"path"`
 	Time              time.Time `json:"time"`
@@ -32,7 +35,7 @@ type Info struct {
 
 func newInfo(b *backupstore.Backup, problems []string) Info {
 	return Info{
-		Name: b.Name, Path: b.Path, Time: b.Time, Server: b.Server, ConfigMap: b.Namespace + "/" + b.ConfigMap, UID: b.UID,
+		Kind: KindClusterConfiguration, Name: b.Name, Path: b.Path, Time: b.Time, Server: b.Server, ConfigMap: b.Namespace + "/" + b.ConfigMap, UID: b.UID,
 		ResourceVersion: b.ResourceVersion, KubernetesVersion: b.KubernetesVersion, APIVersion: b.APIVersion,
 		Size: b.Size, SHA256: b.SHA256, ChecksumOK: b.ChecksumOK(), Reason: b.Reason, Problems: problems,
 	}

@@ -3,6 +3,7 @@ package backup
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,8 +34,8 @@ func NewCmdBackupList(streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewListOptions(streams)
 	cmd := &cobra.Command{
 		Use:     "list",
-		Short:   "List backups, oldest first",
-		Long:    "List the backups in --backup-dir, oldest first, with their metadata and whether their checksum holds.",
+		Short:   "List backups and etcd snapshots, oldest first",
+		Long:    "List the backups in --backup-dir, oldest first, with their metadata and whether their checksum holds; then the etcd snapshots reconfigure took there, whose checksums 'backup verify' checks.",
 		Example: "  # List backups as JSON\n  kubectl kubeadmcfg backup list -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,7 +64,7 @@ func (o *ListOptions) Run(context.Context) error {
 	for _, name := range names {
 		b, err := store.Read(name)
 		if err != nil {
-			infos = append(infos, Info{Name: name, Problems: []string{exitcode.Message(err)}})
+			infos = append(infos, Info{Kind: KindClusterConfiguration, Name: name, Problems: []string{exitcode.Message(err)}})
 			continue
 		}
 		infos = append(infos, newInfo(b, nil))
@@ -71,14 +72,41 @@ func (o *ListOptions) Run(context.Context) error {
 	if err := addReconfigureInfo(store, infos); err != nil {
 		return err
 	}
-	if !o.Print.Human() {
-		return o.Print.Print(o.Out, infos)
+	snapshots, err := etcdSnapshotInfos(store)
+	if err != nil {
+		return err
 	}
-	if len(infos) == 0 {
+	if !o.Print.Human() {
+		all := []any{}
+		for _, i := range infos {
+			all = append(all, i)
+		}
+		for _, s := range snapshots {
+			all = append(all, s)
+		}
+		return o.Print.Print(o.Out, all)
+	}
+	if len(infos) == 0 && len(snapshots) == 0 {
 		fmt.Fprintf(o.ErrOut, "no backups in %s\n", store.Dir)
 		return nil
 	}
-	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+	if len(infos) > 0 {
+		if err := printBackups(o.Out, infos); err != nil {
+			return err
+		}
+	}
+	if len(snapshots) == 0 {
+		return nil
+	}
+	if len(infos) > 0 {
+		fmt.Fprintln(o.Out)
+	}
+	return printEtcdSnapshots(o.Out, snapshots)
+}
+
+// printBackups writes list's table of ClusterConfiguration backups.
+func printBackups(out io.Writer, infos []Info) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tCLUSTER\tUID\tTIME\tRESOURCEVERSION\tKUBERNETES\tAPIVERSION\tSIZE\tCHECKSUM\tLAST-KNOWN-GOOD")
 	for _, i := range infos {
 		if i.Problems != nil {

@@ -7,19 +7,24 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	backupstore "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
 // PruneOptions removes old backups.
 type PruneOptions struct {
 	Backup *cmdutil.BackupFlags
 	Print  *cmdutil.PrintFlags
+	// KeepEtcdSnapshots is how many etcd snapshots of each node are kept:
+	// their own count, since one is as large as the etcd database.
+	KeepEtcdSnapshots int
 	genericiooptions.IOStreams
 }
 
 // NewPruneOptions returns options with defaults.
 func NewPruneOptions(streams genericiooptions.IOStreams) *PruneOptions {
-	return &PruneOptions{Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(), IOStreams: streams}
+	return &PruneOptions{Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(), KeepEtcdSnapshots: backupstore.DefaultKeepEtcdSnapshots, IOStreams: streams}
 }
 
 // NewCmdBackupPrune builds backup prune.
@@ -28,7 +33,7 @@ func NewCmdBackupPrune(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "prune --keep N",
 		Short:   "Remove the oldest backups beyond N of each ConfigMap",
-		Long:    "Remove, for each ConfigMap (each cluster, by the ConfigMap's uid) with backups in --backup-dir, its oldest backups beyond the newest N. Files the plugin did not write are never removed.",
+		Long:    "Remove, for each ConfigMap (each cluster, by the ConfigMap's uid) with backups in --backup-dir, its oldest backups beyond the newest N, and for each node's etcd member, its oldest etcd snapshots beyond --keep-etcd-snapshots. Files the plugin did not write are never removed.",
 		Example: "  # Keep the 10 newest backups\n  kubectl kubeadmcfg backup prune --keep 10",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -36,6 +41,7 @@ func NewCmdBackupPrune(streams genericiooptions.IOStreams) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&o.Backup.Keep, "keep", o.Backup.Keep, "Number of newest backups to keep")
+	cmd.Flags().IntVar(&o.KeepEtcdSnapshots, "keep-etcd-snapshots", o.KeepEtcdSnapshots, "Number of newest etcd snapshots of each node to keep")
 	o.Backup.AddDirFlag(cmd)
 	o.Print.AddFlags(cmd)
 	return cmd
@@ -44,15 +50,26 @@ func NewCmdBackupPrune(streams genericiooptions.IOStreams) *cobra.Command {
 // Complete builds the printer.
 func (o *PruneOptions) Complete(*cobra.Command, []string) error { return o.Print.Complete() }
 
-// Validate checks --keep.
-func (o *PruneOptions) Validate() error { return o.Backup.Validate() }
+// Validate checks --keep and --keep-etcd-snapshots.
+func (o *PruneOptions) Validate() error {
+	if o.KeepEtcdSnapshots < 1 {
+		return exitcode.Usagef("--keep-etcd-snapshots must be at least 1, not %d", o.KeepEtcdSnapshots)
+	}
+	return o.Backup.Validate()
+}
 
 // Run prunes and prints what it removed.
 func (o *PruneOptions) Run(context.Context) error {
-	removed, err := o.Backup.Store().Prune(o.Backup.Keep)
+	store := o.Backup.Store()
+	removed, err := store.Prune(o.Backup.Keep)
 	if err != nil {
 		return err
 	}
+	snapshots, err := store.PruneEtcdSnapshots(o.KeepEtcdSnapshots)
+	if err != nil {
+		return err
+	}
+	removed = append(removed, snapshots...)
 	if removed == nil {
 		removed = []string{}
 	}

@@ -37,7 +37,8 @@ func NewCmdUpgradeAudit(cluster *cmdutil.ClusterFlags, streams genericiooptions.
   upgrade's step fails with its hosts in progress that have no live runner
   of their own, or a host's step fails that host alone. The reason says
   "the runner of STEP stopped: no heartbeat from RUNNER for D". A step whose
-  heartbeat goes on is never failed, however long it runs;
+  heartbeat goes on is never failed, however long it runs, nor one whose
+  runner's COMMAND this process sees still running on its own node;
 - a step in progress without a live heartbeat (set by hand) that has made
   no progress, no change of state nor of any host's status, for
   --stuck-after, with the reason "stuck in STATE for AGE".
@@ -112,9 +113,24 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 // pass runs one audit; no upgrade at all is nothing to audit.
 func (o *AuditOptions) pass(ctx context.Context) error {
 	silent, watchErr := o.silentRunners(ctx)
+	check := onceEach(upgradestate.LocalProcesses().Check)
+	var spared []upgradestate.Runner
 	err := o.write(ctx, upgradestate.Existing(func(rec *upgradestate.Record) (bool, error) {
-		return rec.Audit(o.clock(), o.StuckAfter, silent)
+		spared = spared[:0]
+		for _, rn := range rec.Runners {
+			if _, quiet := silent[rn.ID]; quiet && rn.Lease != "" && check(rn.Process) == upgradestate.CommandRunning {
+				spared = append(spared, rn)
+			}
+		}
+		return rec.Audit(o.clock(), o.StuckAfter, silent, check)
 	}))
+	if err == nil {
+		for _, rn := range spared {
+			fmt.Fprintf(o.ErrOut, "warning: the runner %s of %s stopped (no heartbeat for %s), but its COMMAND still runs on this node "+
+				"(process group %d): the step is left in progress until it ends; wait, or end it (kill -TERM -- -%d)\n",
+				rn.ID, stepName(rn), silent[rn.ID].Round(time.Second), rn.PID, rn.PID)
+		}
+	}
 	if exitcode.FromError(err) == exitcode.NotFound {
 		if o.Print.Human() {
 			fmt.Fprintln(o.Out, "no upgrade recorded: nothing to audit")
@@ -125,6 +141,28 @@ func (o *AuditOptions) pass(ctx context.Context) error {
 		return exitcode.WithHint(watchErr, "steps with a runner were not audited; grant get on the heartbeat Leases (hack/rbac.yaml)")
 	}
 	return err
+}
+
+// onceEach asks check once for each process, so that one pass judges a
+// process one way throughout.
+func onceEach(check upgradestate.ProcessCheck) upgradestate.ProcessCheck {
+	seen := map[upgradestate.Process]upgradestate.CommandState{}
+	return func(p upgradestate.Process) upgradestate.CommandState {
+		st, ok := seen[p]
+		if !ok {
+			st = check(p)
+			seen[p] = st
+		}
+		return st
+	}
+}
+
+// stepName names a runner's step, with its host.
+func stepName(rn upgradestate.Runner) string {
+	if rn.Host != "" {
+		return "host " + rn.Host + ": " + rn.State
+	}
+	return rn.State
 }
 
 // silentRunners watches the heartbeats of the recorded runners and

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,14 +42,17 @@ state when COMMAND exits 0; its -failed state when it exits non-zero, is
 ended by a signal, outruns --run-timeout or cannot start, with the exit
 status and the last lines of its output in the reason. A failed step fails
 with the hosts in progress that have no runner of their own, as upgrade-fail
-does; a retry (upgrade-run of the same step) is accepted from there.
+does; a retry (upgrade-run of the same step) is accepted from there, unless
+the COMMAND of an earlier run still runs on this node (exit 4).
 
 While COMMAND runs, the runner renews a heartbeat Lease; upgrade-audit fails
 the step when the heartbeat stops for --stale-after (a runner killed with
-SIGKILL, a node that rebooted) and never while it goes on. SIGINT and
-SIGTERM are passed on to COMMAND (which runs in its own process group), and
-its outcome is recorded before the runner exits. If the step was moved by
-someone else meanwhile (upgrade-fail, upgrade-audit, upgrade-set --force),
+SIGKILL, a node that rebooted) and never while it goes on. SIGINT, SIGTERM,
+SIGHUP and SIGQUIT are passed on to COMMAND (which runs in its own process
+group; a second signal kills it), and its outcome is recorded before the
+runner exits. On a terminal COMMAND's group gets the terminal's foreground,
+so that it can prompt and Ctrl-C reaches it directly. If the step was moved
+by someone else meanwhile (upgrade-fail, upgrade-audit, upgrade-set --force),
 the outcome is not recorded over it.
 
 COMMAND's output passes through (its standard output to stderr with -o).
@@ -145,20 +149,22 @@ type RunResult struct {
 // Run moves the upgrade into the step, runs the command with a heartbeat,
 // and records the outcome.
 func (o *RunOptions) Run(ctx context.Context) error {
-	// From here SIGINT and SIGTERM are passed on to the command. They also
-	// cancel ctx, which only the first write uses: the outcome is recorded
-	// with a fresh --timeout whatever happens to the runner.
+	// From here SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to the
+	// command. SIGINT and SIGTERM also cancel ctx, which only the first
+	// write uses: the outcome is recorded with a fresh --timeout whatever
+	// happens to the runner.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, runSignals...)
 	defer signal.Stop(sigs)
 
 	id := runID(o.Retry.Identity)
 	res := &RunResult{Step: o.Step, Host: o.Host, RunID: id, Command: o.Command}
+	procs := upgradestate.LocalProcesses()
 	var runner upgradestate.Runner
 	change, _, err := o.apply(ctx, upgradestate.Existing(func(rec *upgradestate.Record) (bool, error) {
 		var err error
 		runner, err = rec.BeginRun(o.clock(), upgradestate.Run{ID: id, Step: o.Step, Host: o.Host, Expect: o.Expect,
-			Command: commandLine(o.Command), Interval: o.HeartbeatInterval, Leases: o.engine.HeartbeatNames()})
+			Command: commandLine(o.Command), Interval: o.HeartbeatInterval, Leases: o.engine.HeartbeatNames(), Check: procs.Check})
 		return err == nil, err
 	}))
 	if err != nil {
@@ -174,7 +180,20 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if !o.Print.Human() {
 		stdout = o.ErrOut // keep -o output parseable
 	}
-	out := execute(command{args: o.Command, in: o.In, stdout: stdout, stderr: o.ErrOut, timeout: o.RunTimeout}, sigs)
+	// On a terminal COMMAND gets its foreground; in its background (the
+	// runner started with &) it cannot have it, and reads end of file.
+	tty, background := terminalOf(o.In)
+	in := o.In
+	if background {
+		in = nil
+	}
+	var recording sync.WaitGroup
+	out := execute(command{args: o.Command, in: in, stdout: stdout, stderr: o.ErrOut, terminal: tty, timeout: o.RunTimeout,
+		onStart: func(pid int) {
+			p := procs.Describe(pid)
+			recording.Go(func() { o.recordProcess(id, p) })
+		}}, sigs)
+	recording.Wait()
 	res.Started, res.ExitCode, res.Signal, res.TimedOut = out.started, out.code, out.signal, out.timedOut
 	res.Duration = out.duration.Round(time.Millisecond).String()
 
@@ -240,6 +259,16 @@ func (o *RunOptions) movedFrom(c upgradestate.Change, verb string) string {
 		return fmt.Sprintf("upgrade state: %s -> %s", c.Before, c.After.State)
 	}
 	return fmt.Sprintf("host %s: %s", o.Host, cmdutil.OrDash(string(c.After.Hosts[o.Host].Status)))
+}
+
+// recordProcess records where COMMAND runs, so that an audit or a retry
+// on this node can tell whether it still runs should the runner die.
+func (o *RunOptions) recordProcess(id string, p upgradestate.Process) {
+	if _, _, err := o.apply(context.Background(), upgradestate.Existing(func(rec *upgradestate.Record) (bool, error) {
+		return rec.RecordProcess(id, p)
+	})); err != nil {
+		fmt.Fprintf(o.ErrOut, "warning: could not record COMMAND's pid %d: %s\n", p.PID, exitcode.Message(err))
+	}
 }
 
 // startHeartbeat takes the run's Lease. Without it (no rights on Leases,

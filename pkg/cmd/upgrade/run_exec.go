@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -39,6 +40,7 @@ type runOutcome struct {
 	signal   string // the signal that ended it
 	timedOut bool
 	passed   os.Signal // a signal passed on from the runner
+	killed   bool      // a second signal made the runner kill it
 	code     int       // the runner's exit code
 	duration time.Duration
 	tail     string
@@ -46,15 +48,24 @@ type runOutcome struct {
 
 // command is the step's command and where its input and output go.
 type command struct {
-	args           []string
+	args []string
+	// in is its standard input; nil is the null device.
 	in             io.Reader
 	stdout, stderr io.Writer
+	// terminal, when set, is the terminal in is: the command's process group
+	// gets its foreground while it runs.
+	terminal *terminal
 	// timeout stops it, as --run-timeout does (0: no limit).
 	timeout time.Duration
+	// onStart is called with its pid once it started, before anything can
+	// reap it; it must not block.
+	onStart func(pid int)
 }
 
-// execute runs the command in its own process group, passes on signals,
-// enforces its timeout, and keeps the last lines of its output.
+// execute runs the command in its own process group (with the terminal's
+// foreground when it has one), passes on signals (a second one kills it),
+// enforces its timeout, and keeps the last lines of its output. On Linux
+// the command gets a parent-death signal: it cannot outlive the runner.
 func execute(c command, sigs <-chan os.Signal) *runOutcome {
 	out := &runOutcome{}
 	select {
@@ -68,9 +79,26 @@ func execute(c command, sigs <-chan os.Signal) *runOutcome {
 	cmd := exec.Command(c.args[0], c.args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.in, io.MultiWriter(c.stdout, tail), io.MultiWriter(c.stderr, tail)
 	cmd.WaitDelay = 5 * time.Second // a child that keeps the output open cannot hold the runner
-	ownProcessGroup(cmd)
+	setProcAttr(cmd, c.terminal)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	started, done := make(chan error, 1), make(chan error, 1)
+	go func() {
+		// The parent-death signal comes when the thread that started the
+		// command ends, not the runner: this goroutine keeps its thread
+		// until the command has exited.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		if c.onStart != nil {
+			c.onStart(cmd.Process.Pid)
+		}
+		started <- nil
+		done <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		out.startErr, out.code = err, exitCannotInvoke
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			out.code = exitNotFound
@@ -78,8 +106,14 @@ func execute(c command, sigs <-chan os.Signal) *runOutcome {
 		return out
 	}
 	out.started = true
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	if c.terminal != nil {
+		c.terminal.handedOver()
+		defer c.terminal.takeBack(cmd.Process.Pid)
+		name := c.args[0]
+		continueStopped(cmd.Process, func() {
+			fmt.Fprintf(c.stderr, "upgrade-run: %s was stopped; a step cannot be suspended while it holds the terminal, so it goes on (Ctrl-C interrupts it)\n", name)
+		})
+	}
 	var timeout, kill <-chan time.Time
 	if c.timeout > 0 {
 		t := time.NewTimer(c.timeout)
@@ -87,14 +121,20 @@ func execute(c command, sigs <-chan os.Signal) *runOutcome {
 		timeout = t.C
 	}
 	var waitErr error
+	stopping := false // asked to stop once: the next request kills
 wait:
 	for {
 		select {
 		case sig := <-sigs:
-			out.passed = sig
+			if stopping {
+				out.killed = true
+				killGroup(cmd.Process)
+				continue
+			}
+			stopping, out.passed = true, sig
 			signalGroup(cmd.Process, sig)
 		case <-timeout:
-			out.timedOut = true
+			out.timedOut, stopping = true, true
 			signalGroup(cmd.Process, syscall.SIGTERM)
 			kill = time.After(runKillAfter)
 		case <-kill:
@@ -135,7 +175,12 @@ func (out *runOutcome) summary(command []string) string {
 		return fmt.Sprintf("%s did not finish within --run-timeout and was stopped after %s", name, out.duration.Round(time.Second))
 	case out.signal != "":
 		by := ""
-		if out.passed != nil {
+		switch {
+		case out.killed && out.passed != nil:
+			by = fmt.Sprintf(" (%s passed on from the runner, then killed at a second signal)", out.passed)
+		case out.killed:
+			by = " (killed by the runner at a second signal)"
+		case out.passed != nil:
 			by = fmt.Sprintf(" (%s passed on from the runner)", out.passed)
 		}
 		return fmt.Sprintf("%s was killed by signal %s%s after %s", name, out.signal, by, out.duration.Round(time.Second))

@@ -3,6 +3,7 @@
 package upgrade
 
 import (
+	"io"
 	"os"
 	"os/exec"
 )
@@ -10,7 +11,18 @@ import (
 // runSignals are the signals upgrade-run passes on to its command.
 var runSignals = []os.Signal{os.Interrupt}
 
-func ownProcessGroup(*exec.Cmd) {}
+// terminal is never handed over on Windows.
+type terminal struct{}
+
+func terminalOf(io.Reader) (*terminal, bool) { return nil, false }
+
+func setProcAttr(*exec.Cmd, *terminal) {}
+
+func (*terminal) handedOver() {}
+
+func (*terminal) takeBack(int) {}
+
+func continueStopped(*os.Process, func()) {}
 
 // signalGroup ends the command: Windows cannot deliver other signals.
 func signalGroup(p *os.Process, _ os.Signal) { _ = p.Kill() }
