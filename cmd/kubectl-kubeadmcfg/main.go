@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -17,6 +18,7 @@ func main() {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	if err := cmd.Run(streams, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "error: "+exitcode.Message(err))
+		crash.Traceback(os.Stderr, err, os.Getenv)
 		os.Exit(int(exitcode.FromError(err)))
 	}
 }

@@ -199,6 +199,17 @@ func TestEditCancelled(t *testing.T) {
 			wantGone(t, ed.file())
 		})
 	}
+	t.Run("saved unchanged, a key given twice in the stored document", func(t *testing.T) {
+		e := newEnvWith(t, map[string]string{"ClusterConfiguration": s.seedDoc + "apiServer:\n  certSANs:\n  - b.example.com\n"})
+		ed := e.scriptedEditor(":")
+		rv := e.configMapRV()
+		r := e.plugin("edit")
+		wantExit(t, r, 0)
+		if r.stdout != "edit cancelled, no changes made\n" || e.configMapRV() != rv {
+			t.Errorf("want cancelled and nothing written, got %s", r)
+		}
+		wantGone(t, ed.file())
+	})
 	t.Run("-o json", func(t *testing.T) {
 		e := newEnv(t)
 		e.scriptedEditor(":")

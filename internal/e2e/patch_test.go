@@ -188,28 +188,31 @@ func TestPatchIfLeader(t *testing.T) {
 }
 
 // TestPatchIfLeaderExpiry: a Lease that has expired has no holder, whoever
-// it names; one whose renewTime looks an hour old (its holder's clock is
+// it names, also when its renewTime looks fresh because it was stamped an
+// hour ahead of this host's clock (this host's clock is behind its
+// holder's); one whose renewTime looks an hour old (its holder's clock is
 // behind) but which is being renewed still has one. Expiry is decided by
-// watching the Lease here for one lease duration, never by this host's
-// clock alone.
+// watching the Lease here for up to one lease duration, never by a clock.
 func TestPatchIfLeaderExpiry(t *testing.T) {
 	e := newEnv(t)
 	holder, seconds := "controller-0_1234", int32(2)
-	hourAgo := metav1.NewMicroTime(time.Now().Add(-time.Hour))
+	hourAgo, hourAhead := metav1.NewMicroTime(time.Now().Add(-time.Hour)), metav1.NewMicroTime(time.Now().Add(time.Hour))
 	leases := s.admin.CoordinationV1().Leases(e.ns)
-	for _, name := range []string{"dead", "alive"} {
+	for name, renewed := range map[string]*metav1.MicroTime{"dead": &hourAgo, "dead-stamped-ahead": &hourAhead, "alive": &hourAgo} {
 		if _, err := leases.Create(context.Background(), &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &hourAgo},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: renewed},
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rv := e.configMapRV()
-	r := e.plugin("patch", "--if-leader", e.ns+"/dead", "--identity", "controller-0", "--set", "clusterName=from-dead")
-	wantExit(t, r, 0)
-	if !strings.Contains(r.stdout, "skipped: lease "+e.ns+"/dead has expired") || e.configMapRV() != rv {
-		t.Fatalf("the named holder of an expired Lease wrote: %s", r)
+	for _, name := range []string{"dead", "dead-stamped-ahead"} {
+		r := e.plugin("patch", "--if-leader", e.ns+"/"+name, "--identity", "controller-0", "--set", "clusterName=from-"+name)
+		wantExit(t, r, 0)
+		if !strings.Contains(r.stdout, "skipped: lease "+e.ns+"/"+name+" has expired") || e.configMapRV() != rv {
+			t.Fatalf("the named holder of an expired Lease wrote: %s", r)
+		}
 	}
 	// The "alive" Lease is renewed every 500ms, always stamped an hour ago.
 	stop := make(chan struct{})

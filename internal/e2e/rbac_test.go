@@ -118,6 +118,15 @@ func TestLeastPrivilege(t *testing.T) {
 	if _, err := os.Stat(file); err != nil {
 		t.Fatal(err)
 	}
+	// A leader Lease that looks expired is watched for one lease duration
+	// before --if-leader trusts or drops it: the Role's watch on it makes
+	// that a skip (exit 0), not a refusal (exit 6).
+	expiredLooking(t, ns, "kube-controller-manager")
+	r = member("patch", "--if-leader", ns+"/kube-controller-manager", "--identity", "controller-0", "--set", "clusterName=expired")
+	wantExit(t, r, 0)
+	if !strings.Contains(r.stdout, "skipped: lease "+ns+"/kube-controller-manager has expired") {
+		t.Fatalf("an expired leader Lease was not reported as such: %s", r)
+	}
 	// The control-plane nodes of a plan like kubeadm's come from a
 	// cluster-wide list, which the manifest's ClusterRole kubeadmcfg-nodes
 	// grants to the same group.
@@ -272,4 +281,20 @@ func TestWithoutLeaseRightsWritersFallBack(t *testing.T) {
 		t.Fatal("no writer ever needed the queue: the fallback was not exercised")
 	}
 	t.Logf("%d of %d patches fell back from the queue with a warning", warned, writers*patches)
+}
+
+// expiredLooking makes the Lease ns/name look expired: renewed an hour ago,
+// for one second.
+func expiredLooking(t *testing.T, ns, name string) {
+	t.Helper()
+	leases := s.admin.CoordinationV1().Leases(ns)
+	l, err := leases.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hourAgo, second := metav1.NewMicroTime(time.Now().Add(-time.Hour)), int32(1)
+	l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &hourAgo, &second
+	if _, err := leases.Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -123,15 +123,24 @@ func (s *Store) lastGoods() (marks []LastGood, damaged, err error) {
 			return nil, nil, err
 		}
 	}
-	switch len(broken) {
-	case 0:
+	if len(broken) == 0 {
 		return marks, nil, nil
-	case 1:
-		damaged = exitcode.Invalidf("last known good record %s is damaged and protects no backup from pruning (repair it, or remove it and run reconfigure again)", broken[0])
-	default:
-		damaged = exitcode.Invalidf("last known good records %s are damaged and protect no backup from pruning (repair them, or remove them and run reconfigure again)", strings.Join(broken, ", "))
 	}
-	return marks, damaged, nil
+	return marks, exitcode.New(exitcode.Invalid, &DamagedError{Records: broken}), nil
+}
+
+// DamagedError names the last known good records that do not parse. Each
+// protects no backup from pruning; the others still do, so Prune goes on
+// and returns this error beside what it removed.
+type DamagedError struct {
+	Records []string
+}
+
+func (e *DamagedError) Error() string {
+	if len(e.Records) == 1 {
+		return fmt.Sprintf("last known good record %s is damaged and protects no backup from pruning (repair it, or remove it and run reconfigure again)", e.Records[0])
+	}
+	return fmt.Sprintf("last known good records %s are damaged and protect no backup from pruning (repair them, or remove them and run reconfigure again)", strings.Join(e.Records, ", "))
 }
 
 func (s *Store) readLastGood(name string) (*LastGood, error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 	backupstore "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/backup"
@@ -54,7 +55,8 @@ Exit codes: 0 success (also "unchanged" and "skipped"), 1 other error,
 6 forbidden or unauthorized, 7 outcome of the last write unknown (also a
 wait that ended before its rollout); reconfigure and a rollout's --wait:
 8 failed, node back on its previous configuration (a rollout stops there),
-9 failed and rollback failed.`
+9 failed and rollback failed; 10 internal error (a bug: please report it;
+GOTRACEBACK=all adds the stack).`
 
 // NewCmdRoot builds the command tree.
 func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
@@ -97,8 +99,11 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 
 // Run executes the plugin with args and returns the error that decides the
 // exit code. SIGINT and SIGTERM cancel the command's context, so an
-// interrupted write stops between attempts rather than mid-way.
-func Run(streams genericiooptions.IOStreams, args []string) error {
+// interrupted write stops between attempts rather than mid-way. A panic is
+// returned as an internal error (exit 10), never left to end the process
+// with Go's exit 2, the usage code.
+func Run(streams genericiooptions.IOStreams, args []string) (err error) {
+	defer crash.Recover(func(p error) { err = p })
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -106,7 +111,7 @@ func Run(streams genericiooptions.IOStreams, args []string) error {
 	root.SetArgs(args)
 	reached := false
 	root.PersistentPreRun = func(*cobra.Command, []string) { reached = true }
-	_, err := root.ExecuteContextC(ctx)
+	_, err = root.ExecuteContextC(ctx)
 	if err != nil && !reached {
 		// cobra rejected the command line before any verb ran: an unknown
 		// command, a missing argument, a bad flag.

@@ -74,14 +74,17 @@ func (c *call) trace(ctx context.Context) context.Context {
 // Retry-After when it gives one, otherwise jittered exponential backoff, and
 // on a conflict the Coordinator's turn when there is one. It gives up when
 // ctx's deadline passes.
-func (c *call) retry(ctx context.Context, attempt func(context.Context) (bool, error)) error {
+func (c *call) retry(ctx context.Context, attempt func(context.Context) (bool, error)) (err error) {
 	delays := backoff
 	coordinator := c.e.coordinator
 	var lastErr error
-	var release func()
+	var release func() error
 	defer func() {
-		if release != nil {
-			release()
+		if release == nil {
+			return
+		}
+		if rerr := release(); rerr != nil {
+			err = errors.Join(err, rerr)
 		}
 	}()
 	for {

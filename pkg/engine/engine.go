@@ -29,12 +29,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/clock"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
@@ -130,11 +126,13 @@ type Leader struct {
 }
 
 // Coordinator is how writers that contend take turns. Acquire blocks until
-// the writer may try; the returned release must be called when it is done.
-// Busy reports whether writers are already waiting: a newcomer then joins
-// them instead of cutting in with an optimistic write.
+// the writer may try; the returned release must be called when it is done,
+// and returns an error only for a bug (a panic of the turn's own work,
+// which the call then reports). Busy reports whether writers are already
+// waiting: a newcomer then joins them instead of cutting in with an
+// optimistic write.
 type Coordinator interface {
-	Acquire(ctx context.Context) (release func(), err error)
+	Acquire(ctx context.Context) (release func() error, err error)
 	Busy(ctx context.Context) bool
 }
 
@@ -226,46 +224,4 @@ func DocumentOf(cm *corev1.ConfigMap, t Target) (string, error) {
 		return "", exitcode.NotFoundf("%s has no key %q (is this a kubeadm cluster?)", t, t.Key)
 	}
 	return doc, nil
-}
-
-// Watch follows the ConfigMap from resourceVersion fromRV and calls handle
-// with every change (Added, Modified, Deleted) until handle returns stop or
-// an error, or ctx ends (which returns nil). A watch the server ends is
-// resumed where it left off.
-func (e *Engine) Watch(ctx context.Context, fromRV string, handle func(watch.EventType, *corev1.ConfigMap) (stop bool, err error)) error {
-	cms := e.client.CoreV1().ConfigMaps(e.target.Namespace)
-	lw := &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", e.target.Name).String()
-			return cms.Watch(ctx, opts)
-		},
-	}
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, fromRV, lw)
-	if err != nil {
-		return APIError(err, "watch", e.target.String())
-	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return exitcode.Failuref("the watch on %s ended", e.target)
-			}
-			if ev.Type == watch.Error {
-				return exitcode.Failuref("watch %s: %v", e.target, ev.Object)
-			}
-			cm, ok := ev.Object.(*corev1.ConfigMap)
-			if !ok {
-				continue
-			}
-			if stop, err := handle(ev.Type, cm); stop || err != nil {
-				return err
-			}
-		}
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/managed"
 )
 
@@ -54,7 +55,7 @@ type Heartbeat struct {
 	name   string
 	uid    types.UID
 	stop   context.CancelFunc
-	done   chan struct{}
+	done   <-chan error // a panic of the renewal, then closed
 
 	mu  sync.Mutex
 	err error // why renewing stopped early
@@ -105,8 +106,11 @@ func (e *Engine) StartHeartbeat(ctx context.Context, name, holder string, interv
 		}
 	}
 	renewCtx, stop := context.WithCancel(context.Background())
-	h := &Heartbeat{leases: leases, name: name, uid: lease.UID, stop: stop, done: make(chan struct{})}
-	go h.renew(renewCtx, lease, holder, interval, stamp)
+	h := &Heartbeat{leases: leases, name: name, uid: lease.UID, stop: stop}
+	h.done = crash.Go(func() error {
+		h.renew(renewCtx, lease, holder, interval, stamp)
+		return nil
+	})
 	return h, nil
 }
 
@@ -114,7 +118,6 @@ func (e *Engine) StartHeartbeat(ctx context.Context, name, holder string, interv
 // early if another holder has taken the Lease (an auditor judged this runner
 // dead and the slot was given to another).
 func (h *Heartbeat) renew(ctx context.Context, lease *coordinationv1.Lease, holder string, interval time.Duration, stamp func() *metav1.MicroTime) {
-	defer close(h.done)
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
@@ -155,7 +158,9 @@ func (h *Heartbeat) fail(err error) {
 	h.err = err
 }
 
-// Err says why the heartbeat stopped before Stop, if it did.
+// Err says why the heartbeat stopped before Stop, if it did: taken over,
+// deleted, or a panic of the renewal (an internal error), which Stop
+// collects.
 func (h *Heartbeat) Err() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -167,7 +172,9 @@ func (h *Heartbeat) Err() error {
 // taken over by the next runner of its slot).
 func (h *Heartbeat) Stop() {
 	h.stop()
-	<-h.done
+	if err := <-h.done; err != nil {
+		h.fail(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = h.leases.Delete(ctx, h.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &h.uid}})

@@ -4,12 +4,16 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
 // TestHeartbeatObserverUsesLocalTime: a Lease is judged by when this
@@ -113,5 +117,31 @@ func TestServerClock(t *testing.T) {
 	_ = resp.Body.Close()
 	if d := c.Now().Sub(server); !c.FromServer() || d < 500*time.Millisecond || d > 2*time.Second {
 		t.Fatalf("server time %s, clock says %s", server, c.Now())
+	}
+}
+
+// TestHeartbeatRenewalPanic: the renewal runs in a goroutine of its own; a
+// panic there (here, in the clock that stamps renewTime) stops the
+// heartbeat and is reported by Err after Stop as an internal error, instead
+// of ending the process.
+func TestHeartbeatRenewalPanic(t *testing.T) {
+	e := New(fake.NewClientset(), Target{Namespace: "kube-system", Name: "kubeadmcfg-upgrade"}, Options{})
+	var calls atomic.Int32
+	now := func() time.Time {
+		if calls.Add(1) > 2 { // the two stamps of the taking, then renewals
+			panic("clock broke")
+		}
+		return time.Now()
+	}
+	h, err := e.StartHeartbeat(context.Background(), "run-00", "runner-1", 10*time.Millisecond, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for calls.Load() <= 2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.Stop()
+	if err := h.Err(); exitcode.FromError(err) != exitcode.Internal || !strings.Contains(err.Error(), "internal error: clock broke") {
+		t.Fatalf("Err() = %v, want the panic as an internal error", err)
 	}
 }

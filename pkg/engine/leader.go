@@ -18,12 +18,15 @@ import (
 // kube-scheduler write. This is how "only the active controller writes" is
 // said without a platform-specific check.
 //
-// An expired Lease has no holder. Expiry is decided the way client-go's
-// leader election decides it, by observation here: a Lease whose renewTime
-// plus duration has passed by this host's clock is watched for one lease
-// duration, and counts as expired only if it did not change meanwhile. So a
-// holder that is alive on a host whose clock is behind is never taken for
-// dead; the renewTime only decides whether to look closer.
+// An expired Lease has no holder. A Lease that names this process is
+// trusted only once it is seen renewed: it is watched for up to one lease
+// duration, and counts as expired if it did not change meanwhile, as
+// client-go's leader election judges a leader by observation. Its renewTime
+// is never compared with a clock: it was stamped by its holder's clock, and
+// a host whose clock is behind that one (or that stepped back since) would
+// take a dead Lease for alive, and write beside the next holder. A Lease
+// that names another holder is not watched: alive or expired, it is not
+// this process's.
 func (e *Engine) checkLeader(ctx context.Context) (string, error) {
 	l := e.opts.Leader
 	if l == nil {
@@ -33,6 +36,9 @@ func (e *Engine) checkLeader(ctx context.Context) (string, error) {
 	lease, err := e.client.CoordinationV1().Leases(l.Namespace).Get(ctx, l.Name, metav1.GetOptions{})
 	if err != nil {
 		return "", APIError(err, "get", name)
+	}
+	if reason := l.notHolder(lease, name); reason != "" {
+		return reason, nil
 	}
 	if lease, err = e.liveLease(ctx, lease, name); err != nil {
 		return "", err
@@ -81,17 +87,17 @@ func (l *Leader) notHolder(lease *coordinationv1.Lease, name string) string {
 	return fmt.Sprintf("not the holder of %s (holder: %s)", name, holder)
 }
 
-// liveLease returns the Lease as its holder keeps it, or nil when it has
-// expired: not renewed during one lease duration of watching.
+// liveLease returns the Lease as its holder keeps it, once it has been seen
+// renewed (any change of it), or nil when it has expired: not renewed
+// during one lease duration of watching. A live holder renews well within
+// its duration (kube-controller-manager every 2 seconds of 15), so this
+// costs about one renewal period.
 func (e *Engine) liveLease(ctx context.Context, lease *coordinationv1.Lease, name string) (*coordinationv1.Lease, error) {
 	spec := lease.Spec
 	if spec.RenewTime == nil || spec.LeaseDurationSeconds == nil {
 		return lease, nil // not a lease that expires
 	}
 	duration := time.Duration(*spec.LeaseDurationSeconds) * time.Second
-	if time.Now().Before(spec.RenewTime.Add(duration)) {
-		return lease, nil
-	}
 	w, err := e.client.CoordinationV1().Leases(lease.Namespace).Watch(ctx, metav1.ListOptions{
 		FieldSelector:   fields.OneTermEqualSelector("metadata.name", lease.Name).String(),
 		ResourceVersion: lease.ResourceVersion,

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 )
 
 // Mutate edits cm, a fresh copy of the live ConfigMap (or an empty one when
@@ -64,18 +66,32 @@ func (e *Engine) update(ctx context.Context, mutate Mutate, before beforeWrite) 
 		return c.res, err
 	}
 	// While the first read is under way, ask whether writers are queued; if
-	// they are, the first attempt writes nothing and queues behind them.
-	var busy <-chan bool
+	// they are (errQueueBusy), the first attempt writes nothing and queues
+	// behind them.
+	var busy <-chan error
 	if q := e.coordinator; q != nil {
-		ch := make(chan bool, 1)
-		go func() { ch <- q.Busy(ctx) }()
-		busy = ch
+		busy = crash.Go(func() error {
+			if q.Busy(ctx) {
+				return errQueueBusy
+			}
+			return nil
+		})
 	}
+	gate := busy
 	err := c.retry(ctx, func(ctx context.Context) (bool, error) {
-		gate := busy
-		busy = nil // only the first attempt gives way
-		return c.attempt(ctx, mutate, before, gate)
+		g := gate
+		gate = nil // only the first attempt gives way
+		return c.attempt(ctx, mutate, before, g)
 	})
+	if busy != nil {
+		// An attempt that wrote nothing did not wait for the answer: wait
+		// for it now (the call's end cancels it), so that a panic there is
+		// not lost. An answer already taken leaves the channel closed.
+		cancel()
+		if berr := <-busy; berr != nil && !errors.Is(berr, errQueueBusy) {
+			err = errors.Join(err, berr)
+		}
+	}
 	return c.res, err
 }
 
@@ -96,7 +112,7 @@ func (e *Engine) lost(err error) bool {
 
 // attempt makes one read-mutate-write pass. done is false when the error is
 // worth another attempt.
-func (c *call) attempt(ctx context.Context, mutate Mutate, before beforeWrite, busy <-chan bool) (done bool, err error) {
+func (c *call) attempt(ctx context.Context, mutate Mutate, before beforeWrite, busy <-chan error) (done bool, err error) {
 	e, res := c.e, c.res
 	res.Changed, res.Created, res.Old, res.New = false, false, nil, nil // nothing carries over from a failed attempt
 	cms := e.client.CoreV1().ConfigMaps(e.target.Namespace)
@@ -163,9 +179,12 @@ func (c *call) attempt(ctx context.Context, mutate Mutate, before beforeWrite, b
 	}
 	if busy != nil {
 		select {
-		case queued := <-busy:
-			if queued {
+		case err := <-busy:
+			if errors.Is(err, errQueueBusy) {
 				return false, errQueueBusy
+			}
+			if err != nil {
+				return true, err // a panic: an internal error
 			}
 		case <-ctx.Done():
 			return false, ctx.Err()

@@ -108,13 +108,49 @@ func TestUpdateUnchangedDoesNotWrite(t *testing.T) {
 	}
 }
 
-// fakeQueue reports writers queued and counts turns.
-type fakeQueue struct{ acquired, released int }
+// fakeQueue reports writers queued and counts turns; with panicBusy, Busy
+// panics.
+type fakeQueue struct {
+	acquired, released int
+	panicBusy          bool
+}
 
-func (q *fakeQueue) Busy(context.Context) bool { return true }
-func (q *fakeQueue) Acquire(context.Context) (func(), error) {
+func (q *fakeQueue) Busy(context.Context) bool {
+	if q.panicBusy {
+		panic("busy broke")
+	}
+	return true
+}
+
+func (q *fakeQueue) Acquire(context.Context) (func() error, error) {
 	q.acquired++
-	return func() { q.released++ }, nil
+	return func() error { q.released++; return nil }, nil
+}
+
+// TestPanicWhileLookingAtTheQueue: Busy runs in a goroutine of its own; a
+// panic there ends the call as an internal error (exit 10) with nothing
+// written, whether or not the call had a write to send, instead of ending
+// the process.
+func TestPanicWhileLookingAtTheQueue(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate Mutate
+	}{
+		{"a write to send", increment(new(int))},
+		{"nothing to write", func(*corev1.ConfigMap) (bool, error) { return false, nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, updates := newFake()
+			e := New(cs, testTarget(), Options{Timeout: 5 * time.Second, Coordinator: &fakeQueue{panicBusy: true}})
+			_, err := e.Update(context.Background(), tc.mutate)
+			if code := exitcode.FromError(err); code != exitcode.Internal || !strings.Contains(err.Error(), "internal error: busy broke") {
+				t.Fatalf("exit %d (%v), want %d and the panic", code, err, exitcode.Internal)
+			}
+			if *updates != 0 {
+				t.Fatalf("%d updates sent", *updates)
+			}
+		})
+	}
 }
 
 func TestNewcomerGivesWayToQueuedWriters(t *testing.T) {

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 )
 
 // Cluster is the etcd cluster as seen from the node's local member at one
@@ -129,14 +130,22 @@ func (c *Client) Cluster(ctx context.Context) (*Cluster, error) {
 	for _, m := range list.Members {
 		cl.Members = append(cl.Members, Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, Learner: m.IsLearner})
 	}
-	var wg sync.WaitGroup
+	checks := make([]<-chan error, len(cl.Members))
 	for i := range cl.Members {
-		wg.Go(func() { c.check(ctx, &cl.Members[i]) })
+		checks[i] = crash.Go(func() error { c.check(ctx, &cl.Members[i]); return nil })
 	}
 	actx, cancel := c.call(ctx)
 	alarms, err := c.local.AlarmList(actx)
 	cancel()
-	wg.Wait()
+	var panics []error // a check's panic: an internal error
+	for _, done := range checks {
+		if perr := <-done; perr != nil {
+			panics = append(panics, perr)
+		}
+	}
+	if len(panics) > 0 {
+		return nil, errors.Join(panics...)
+	}
 	if err != nil {
 		cl.AlarmsErr = err.Error()
 	} else {

@@ -33,6 +33,11 @@ const (
 	// RollbackFailed: reconfigure failed and so did its rollback; a
 	// control-plane component of this node may be down.
 	RollbackFailed Code = 9
+	// Internal: the plugin panicked, which is a bug. The panic is
+	// recovered, in the main goroutine and in every goroutine the plugin
+	// starts, so that it never ends the process with Go's own exit 2, the
+	// usage code.
+	Internal Code = 10
 )
 
 // Error is an error that knows the exit code it should end the process with.

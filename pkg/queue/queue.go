@@ -39,9 +39,9 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -52,6 +52,7 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/managed"
 )
 
@@ -109,9 +110,11 @@ func (q *Queue) now() metav1.MicroTime {
 
 // Acquire joins the queue and blocks until this writer is at its head. The
 // returned release must be called when the turn is done; it deletes the
-// Lease, within CleanupBudget even when ctx has ended. Renewal stops when
-// ctx ends.
-func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
+// Lease, within CleanupBudget even when ctx has ended, and returns the panic
+// that stopped the Lease's renewal early, if one did (an internal error;
+// failed renewals are otherwise not errors: the compare-and-swap guards the
+// write). Renewal stops when ctx ends.
+func (q *Queue) Acquire(ctx context.Context) (release func() error, err error) {
 	leases := q.Client.Leases(q.Namespace)
 	now := q.now()
 	seconds := int32(min(max(q.ttl()/time.Second, 1), 3600))
@@ -141,12 +144,13 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 	w := &waiter{Queue: q, mine: mine.Name, seen: mine.ResourceVersion, observed: map[string]observation{}}
 
 	renewCtx, stopRenew := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); q.renew(renewCtx, mine.Name, mine.UID, mine.ResourceVersion) }()
-	release = func() {
+	renewed := crash.Go(func() error {
+		q.renew(renewCtx, mine.Name, mine.UID, mine.ResourceVersion)
+		return nil
+	})
+	release = func() error {
 		stopRenew()
-		wg.Wait()
+		renewErr := <-renewed // a panic of the renewal
 		// The turn's context may have ended, by its deadline or an
 		// interrupt; deleting the Lease must still happen, or every later
 		// writer queues behind it.
@@ -158,14 +162,19 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), err error) {
 		// A writer that died behind us would leave its Lease for good if no
 		// one queued after it: remove the ones we saw unchanged for too long.
 		w.reapStale(dctx)
+		return renewErr
+	}
+	fail := func(err error) (func() error, error) {
+		if rerr := release(); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return nil, err
 	}
 	if _, err := resourceversion.CompareResourceVersion(mine.ResourceVersion, mine.ResourceVersion); err != nil {
-		release()
-		return nil, fmt.Errorf("cannot order the write queue: %w", err)
+		return fail(fmt.Errorf("cannot order the write queue: %w", err))
 	}
 	if err := w.waitForTurn(ctx); err != nil {
-		release()
-		return nil, err
+		return fail(err)
 	}
 	return release, nil
 }

@@ -141,8 +141,11 @@ func CheckVersion(v string) error {
 // not over under its own plan blocks a new one.
 func Start(rec *Record, plan *Plan, c Clock, from, to, reason string) (*Record, error) {
 	if rec != nil && !rec.plan().Over(rec.State) {
-		return nil, exitcode.Conflictf("an upgrade from %s to %s is in state %s; finish or abort it first (upgrade-set %s)",
-			orNone(rec.FromVersion), orNone(rec.ToVersion), rec.State, rec.abortState())
+		busy := &InProgressError{From: rec.FromVersion, To: rec.ToVersion, State: rec.State}
+		if a := rec.plan().Abort; a != nil {
+			busy.Abort = a.Name
+		}
+		return nil, exitcode.New(exitcode.Conflict, busy)
 	}
 	next := &Record{Hosts: map[string]Host{}, History: []Transition{}, Runners: []Runner{}, Plan: plan}
 	if rec != nil {
@@ -152,13 +155,6 @@ func Start(rec *Record, plan *Plan, c Clock, from, to, reason string) (*Record, 
 	next.moveTo(c, next.plan().Start, reason)
 	next.History[len(next.History)-1].From = ""
 	return next, nil
-}
-
-func (r *Record) abortState() string {
-	if a := r.plan().Abort; a != nil {
-		return string(a.Name)
-	}
-	return "--force"
 }
 
 func orNone(s string) string {
@@ -280,6 +276,20 @@ func (r *Record) LastProgress() (time.Time, error) {
 		}
 	}
 	return last, nil
+}
+
+// InProgressError is an upgrade that is not over under its own plan: a new
+// one cannot start until it is finished or aborted.
+type InProgressError struct {
+	From, To string
+	State    State
+	// Abort is the plan's abort state, the way to end the upgrade early;
+	// "" when the plan has none, and only a forced move ends it.
+	Abort State
+}
+
+func (e *InProgressError) Error() string {
+	return fmt.Sprintf("an upgrade from %s to %s is in state %s; finish or abort it first", orNone(e.From), orNone(e.To), e.State)
 }
 
 // TransitionError is a transition the rules do not allow.

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -58,27 +59,37 @@ func (o *PruneOptions) Validate() error {
 	return o.Backup.Validate()
 }
 
-// Run prunes and prints what it removed.
+// Run prunes and prints what it removed. A prune that removed something,
+// or went on past a damaged last known good record, prints the list before
+// it fails (exit 3 for the record): the files are gone either way, and the
+// list is the only account of them. A damaged record does not stop the
+// etcd snapshots' pruning, which no record protects.
 func (o *PruneOptions) Run(context.Context) error {
 	store := o.Backup.Store()
 	removed, err := store.Prune(o.Backup.Keep)
-	if err != nil {
-		return err
+	var damaged *backupstore.DamagedError
+	if err == nil || errors.As(err, &damaged) {
+		snapshots, serr := store.PruneEtcdSnapshots(o.KeepEtcdSnapshots)
+		removed = append(removed, snapshots...)
+		if serr != nil {
+			err = errors.Join(err, serr)
+		}
 	}
-	snapshots, err := store.PruneEtcdSnapshots(o.KeepEtcdSnapshots)
-	if err != nil {
-		return err
+	if err != nil && len(removed) == 0 && !errors.As(err, &damaged) {
+		return err // nothing was pruned
 	}
-	removed = append(removed, snapshots...)
 	if removed == nil {
 		removed = []string{}
 	}
 	if !o.Print.Human() {
-		return o.Print.Print(o.Out, map[string]any{"removed": removed})
+		if perr := o.Print.Print(o.Out, map[string]any{"removed": removed}); perr != nil {
+			return errors.Join(err, perr)
+		}
+		return err
 	}
 	for _, name := range removed {
 		fmt.Fprintf(o.Out, "removed %s\n", name)
 	}
 	fmt.Fprintf(o.ErrOut, "%d backups removed\n", len(removed))
-	return nil
+	return err
 }

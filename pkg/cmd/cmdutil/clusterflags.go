@@ -73,6 +73,9 @@ func (f *ClusterFlags) Clients() (*Clients, error) {
 	clock := &engine.ServerClock{Local: LocalNow}
 	cfg.Wrap(clock.WrapTransport)
 	cfg.Wrap(engine.WrapNoWriteRetries) // every re-sent write is the engine's, which knows it may have landed
+	if hook := panicOnFromEnv(); hook != nil {
+		cfg.Wrap(hook)
+	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, exitcode.Failuref("cannot build a client: %w", err)

@@ -65,9 +65,11 @@ type editSession struct {
 	base *clusterconfig.Document
 	rv   string
 	// given is the text the editor was given this round; invalid is true
-	// when it listed problems.
+	// when it listed problems, merged when it holds the user's changes
+	// merged into a newer live version (saved as it is, it is written).
 	given   []byte
 	invalid bool
+	merged  bool
 	// plan is the rollout to start after the write (--rollout); written is
 	// true once the text is written, so a later error (the rollout's) keeps
 	// no file.
@@ -95,12 +97,18 @@ func (s *editSession) loop(ctx context.Context) error {
 		if err != nil {
 			return exitcode.Failuref("read the edited file: %w", err)
 		}
+		// A text saved as it was given is cancelled before it is parsed: a
+		// stored document that the strict parse refuses (a key given twice)
+		// must not make "saved unchanged" fail.
 		body := stripComments(text)
+		unchanged := bytes.Equal(body, stripComments(s.given))
 		switch {
 		case len(bytes.TrimSpace(body)) == 0:
 			return s.cancel("edit cancelled, the file was empty", false)
-		case s.invalid && bytes.Equal(body, stripComments(s.given)):
+		case unchanged && s.invalid:
 			return s.cancel("edit cancelled, no valid changes were saved; your text is kept in "+s.file, true)
+		case unchanged && !s.merged:
+			return s.cancel("edit cancelled, no changes made", false)
 		}
 		doc, edit, problems := s.check(body)
 		if problems != nil {
@@ -188,7 +196,7 @@ func (s *editSession) write(ctx context.Context, edit clusterconfig.Edit, text [
 		for _, c := range conflict.Conflicts {
 			note = append(note, "- "+c.String())
 		}
-		s.base, s.rv, s.invalid = live, liveRV, false
+		s.base, s.rv, s.invalid, s.merged = live, liveRV, false, true
 		s.given = append(s.header(note), merged...)
 		return false, nil
 	case exitcode.FromError(err) == exitcode.Invalid && o.Interactive:

@@ -89,6 +89,14 @@ func (f *Flags) explain(err error) error {
 	if errors.As(err, &transition) && f.forceHint {
 		return exitcode.WithHint(err, "or use --force")
 	}
+	var busy *upgradestate.InProgressError
+	if errors.As(err, &busy) {
+		how := "--force" // a plan without an abort state ends only by a forced move
+		if busy.Abort != "" {
+			how = string(busy.Abort)
+		}
+		return exitcode.New(exitcode.FromError(err), fmt.Errorf("%w (upgrade-set %s)", err, how))
+	}
 	return err
 }
 

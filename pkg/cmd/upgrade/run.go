@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -187,13 +187,17 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if background {
 		in = nil
 	}
-	var recording sync.WaitGroup
+	var recorded <-chan error // set before execute learns that COMMAND started
 	out := execute(command{args: o.Command, in: in, stdout: stdout, stderr: o.ErrOut, terminal: tty, timeout: o.RunTimeout,
 		onStart: func(pid int) {
 			p := procs.Describe(pid)
-			recording.Go(func() { o.recordProcess(id, p) })
+			recorded = crash.Go(func() error { o.recordProcess(id, p); return nil })
 		}}, sigs)
-	recording.Wait()
+	if recorded != nil {
+		if err := <-recorded; err != nil { // a panic: a bug to report, not COMMAND's outcome
+			fmt.Fprintf(o.ErrOut, "warning: could not record COMMAND's pid: %s\n", exitcode.Message(err))
+		}
+	}
 	res.Started, res.ExitCode, res.Signal, res.TimedOut = out.started, out.code, out.signal, out.timedOut
 	res.Duration = out.duration.Round(time.Millisecond).String()
 

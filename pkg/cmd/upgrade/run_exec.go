@@ -15,11 +15,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
 // Running the step's command: signals passed on, output kept, the outcome
 // summed up for the record.
+
+// errNotStarted tells execute that the goroutine starting the command
+// ended by a panic before it could say how the start went.
+var errNotStarted = errors.New("the command was not started")
 
 // The runner's own exit codes, as GNU timeout and the shells use them.
 const (
@@ -81,24 +87,38 @@ func execute(c command, sigs <-chan os.Signal) *runOutcome {
 	cmd.WaitDelay = 5 * time.Second // a child that keeps the output open cannot hold the runner
 	setProcAttr(cmd, c.terminal)
 	start := time.Now()
-	started, done := make(chan error, 1), make(chan error, 1)
-	go func() {
+	// started gets one value whatever happens, a panic included: the start's
+	// error, nil, or errNotStarted, after which done has the panic.
+	started := make(chan error, 1)
+	done := crash.Go(func() error {
 		// The parent-death signal comes when the thread that started the
 		// command ends, not the runner: this goroutine keeps its thread
 		// until the command has exited.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		if c.onStart != nil {
+		sent := false
+		defer func() {
+			if !sent {
+				started <- errNotStarted
+			}
+		}()
+		err := cmd.Start()
+		if err == nil && c.onStart != nil {
 			c.onStart(cmd.Process.Pid)
 		}
-		started <- nil
-		done <- cmd.Wait()
-	}()
+		sent = true
+		started <- err
+		if err != nil {
+			return nil
+		}
+		return cmd.Wait()
+	})
 	if err := <-started; err != nil {
+		if errors.Is(err, errNotStarted) {
+			// A panic (a bug) stopped the start: exit 10, as any panic.
+			out.startErr, out.code = <-done, int(exitcode.Internal)
+			return out
+		}
 		out.startErr, out.code = err, exitCannotInvoke
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			out.code = exitNotFound
@@ -106,14 +126,25 @@ func execute(c command, sigs <-chan os.Signal) *runOutcome {
 		return out
 	}
 	out.started = true
+	var stopWatch <-chan error
 	if c.terminal != nil {
 		c.terminal.handedOver()
 		defer c.terminal.takeBack(cmd.Process.Pid)
 		name := c.args[0]
-		continueStopped(cmd.Process, func() {
+		stopWatch = continueStopped(cmd.Process, func() {
 			fmt.Fprintf(c.stderr, "upgrade-run: %s was stopped; a step cannot be suspended while it holds the terminal, so it goes on (Ctrl-C interrupts it)\n", name)
 		})
 	}
+	defer func() {
+		// It ends once the command is reaped; a panic of it is a bug to
+		// report, not a reason to change the step's outcome.
+		if stopWatch == nil {
+			return
+		}
+		if err := <-stopWatch; err != nil {
+			fmt.Fprintf(c.stderr, "upgrade-run: warning: %s\n", exitcode.Message(err))
+		}
+	}()
 	var timeout, kill <-chan time.Time
 	if c.timeout > 0 {
 		t := time.NewTimer(c.timeout)
@@ -148,6 +179,9 @@ wait:
 	ps := cmd.ProcessState
 	if ps == nil { // the wait itself failed: the outcome is unknown, so a failure
 		out.startErr, out.code = waitErr, 1
+		if exitcode.FromError(waitErr) == exitcode.Internal {
+			out.code = int(exitcode.Internal) // it panicked: a bug
+		}
 		return out
 	}
 	if sig, n, ok := exitSignal(ps); ok {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 )
 
 // parentDeath makes the kernel kill the command when the runner dies
@@ -22,9 +24,10 @@ const cldStopped = 5
 
 // continueStopped continues the command's group each time the command
 // stops (Ctrl-C still ends it), until it exits, and says so. The status is
-// only peeked at (WNOWAIT): exec.Cmd.Wait reaps the command.
-func continueStopped(p *os.Process, said func()) {
-	go func() {
+// only peeked at (WNOWAIT): exec.Cmd.Wait reaps the command. The channel
+// gets a panic of the watch, if one happens, and is closed when it ends.
+func continueStopped(p *os.Process, said func()) <-chan error {
+	return crash.Go(func() error {
 		for {
 			var info unix.Siginfo
 			err := unix.Waitid(unix.P_PID, p.Pid, &info, unix.WSTOPPED|unix.WEXITED|unix.WNOWAIT, nil)
@@ -32,11 +35,11 @@ func continueStopped(p *os.Process, said func()) {
 				continue
 			}
 			if err != nil || info.Code != cldStopped {
-				return // exited, or reaped already
+				return nil // exited, or reaped already
 			}
 			said()
 			signalGroup(p, syscall.SIGCONT)
 			time.Sleep(100 * time.Millisecond) // should it stay stopped, do not spin
 		}
-	}()
+	})
 }

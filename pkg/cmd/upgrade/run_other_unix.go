@@ -12,4 +12,5 @@ import (
 func parentDeath(*syscall.SysProcAttr) {}
 
 // continueStopped does nothing: a command stopped with Ctrl-Z stays stopped.
-func continueStopped(*os.Process, func()) {}
+// It returns no channel to wait for.
+func continueStopped(*os.Process, func()) <-chan error { return nil }

@@ -22,7 +22,7 @@ func (*terminal) handedOver() {}
 
 func (*terminal) takeBack(int) {}
 
-func continueStopped(*os.Process, func()) {}
+func continueStopped(*os.Process, func()) <-chan error { return nil }
 
 // signalGroup ends the command: Windows cannot deliver other signals.
 func signalGroup(p *os.Process, _ os.Signal) { _ = p.Kill() }

@@ -43,8 +43,10 @@ the state, the reason, the plan it follows, where in the plan it is and what
 may come next, the steps being run by upgrade-run, and each host's status.
 With -o json the record is printed as stored, with the plan's name, the
 step's position and the next states. --watch follows changes with a watch on
-the ConfigMap. --timeout bounds the first read (not the watch after it).
-Exit 5 when no upgrade is recorded.`,
+the ConfigMap; when the API server no longer holds the history to resume it
+from (410 Gone, after a compaction), the state is read again, printed if it
+changed, and followed from there. --timeout bounds the first read (not the
+watch after it). Exit 5 when no upgrade is recorded.`,
 		Example: "  # Show the state as JSON\n  kubectl kubeadmcfg upgrade-status -o json\n\n  # Follow changes\n  kubectl kubeadmcfg upgrade-status --watch",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
