@@ -1,7 +1,7 @@
 // Package cmd is the root of kubectl-kubeadmcfg's cobra layer, as kubectl's
 // cmd.go: NewCmdRoot wires the verb families, one package each under
 // pkg/cmd (get, patch, edit, validate, backup, restore, reconfigure,
-// upgrade, completion, version), and Run executes the tree and adds to a
+// agent, upgrade, completion, version), and Run executes the tree and adds to a
 // domain error the flag that fixes it. A verb package never imports another;
 // what verbs share is in pkg/cmd/cmdutil, and the work itself in the domain
 // packages.
@@ -20,6 +20,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 	backupstore "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/agent"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/completion"
@@ -90,6 +91,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		reconfigure.NewCmdReconfigure(flags, streams),
 		rollout.NewCmdRollout(flags, streams),
 		nodes.NewCmdNodes(flags, streams),
+		agent.NewCmdAgent(flags, streams),
 		version.NewCmdVersion(streams),
 	)
 	root.AddCommand(upgrade.NewCmdUpgrade(flags, streams)...)

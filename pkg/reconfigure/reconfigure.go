@@ -93,6 +93,9 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 	}
 	opts := controlplane.Options{Node: node.Name, Pods: req.Config, Wait: req.Wait, NoRollback: req.NoRollback, Progress: r.emitApply}
 	if !plan.Changed() {
+		if err := r.begin(plan, ""); err != nil {
+			return nil, err
+		}
 		if err := r.markHealthy(ctx, src, plan, opts, rep); err != nil {
 			return nil, err
 		}
@@ -103,6 +106,9 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 		return nil, err
 	}
 	rep.Backup = applied.Name
+	if err := r.begin(plan, applied.Name); err != nil {
+		return nil, err
+	}
 	opts.Backup = &manifestBackups{store: req.Store, config: applied.Name, node: node.Name}
 	rep.Outcomes, err = controlplane.Apply(ctx, plan, opts)
 	if err != nil {

@@ -67,6 +67,16 @@ type Request struct {
 	UpgradeConfigMap string
 	// Progress receives what the run does, as it does it; nil discards it.
 	Progress func(Event)
+	// Begin, when set, is called once the plan is known and before
+	// anything on the node changes, with the manifests directory still
+	// locked: the components that will change, by Pod name (none when the
+	// node already runs the document), and the ClusterConfiguration backup
+	// whose manifest backups will hold what they ran before ("" when none
+	// changes). An error from it ends the run there, with a nil Report:
+	// nothing was changed. The node agent records the start of a node's
+	// turn in it, so that the record names the plan actually applied.
+	// Not called on a dry run.
+	Begin func(components []string, backup string) error
 }
 
 // Source chooses the ClusterConfiguration a run applies. The zero Source is

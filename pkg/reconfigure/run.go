@@ -27,3 +27,17 @@ func (r *run) emit(e Event) {
 func (r *run) emitApply(e controlplane.Event) {
 	r.emit(Event{Kind: EventComponent, Component: e})
 }
+
+// begin calls Request.Begin with the components plan changes.
+func (r *run) begin(plan *controlplane.Plan, backup string) error {
+	if r.req.Begin == nil {
+		return nil
+	}
+	var changed []string
+	for _, ch := range plan.Changes {
+		if ch.Changed() {
+			changed = append(changed, ch.Component.PodName())
+		}
+	}
+	return r.req.Begin(changed, backup)
+}

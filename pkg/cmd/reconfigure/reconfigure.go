@@ -7,19 +7,15 @@ package reconfigure
 
 import (
 	"context"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	reconfigurenode "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
 const reconfigureLong = `Apply the ClusterConfiguration to this node's control-plane static Pods.
@@ -90,41 +86,33 @@ const reconfigureExample = `  # See what would change on this node, without chan
 // control-plane static Pods.
 type Options struct {
 	Cluster *cmdutil.ClusterFlags
-	Backup  *cmdutil.BackupFlags
-	Print   *cmdutil.PrintFlags
+	*cmdutil.ReconfigureFlags
+	Print *cmdutil.PrintFlags
 
-	Components   []string
-	FromBackup   string
-	LatestGood   bool
-	Node         clusterconfig.NodeConfig
-	ManifestsDir string
-	Kubeadm      string
-	Wait         time.Duration
-	DryRun       string
-	Diff         bool
-	NoRollback   bool
-	Key          string
+	Components []string
+	FromBackup string
+	LatestGood bool
+	DryRun     string
+	Diff       bool
+	NoRollback bool
 	// AllowVersionChange and AllowDuringUpgrade override the refusals of
-	// pkg/reconfigure's StageVersion and StageUpgrade; StateConfigMap names
-	// the upgrade record, as the upgrade verbs' --state-configmap does.
+	// pkg/reconfigure's StageVersion and StageUpgrade.
 	AllowVersionChange bool
 	AllowDuringUpgrade bool
-	StateConfigMap     string
 
-	components  []controlplane.Component
-	bindPortSet bool
-	engine      *engine.Engine
-	server      string
+	components []controlplane.Component
+	cmd        *cobra.Command
+	engine     *engine.Engine
+	server     string
 	genericiooptions.IOStreams
 }
 
 // NewOptions returns options with defaults.
 func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
 	return &Options{
-		Cluster: cluster, Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(),
-		Components:   []string{string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler)},
-		ManifestsDir: "/etc/kubernetes/manifests", Kubeadm: "kubeadm", Wait: 5 * time.Minute,
-		DryRun: string(engine.DryRunNone), Key: engine.DefaultKey, StateConfigMap: upgrade.DefaultConfigMap, IOStreams: streams,
+		Cluster: cluster, ReconfigureFlags: cmdutil.NewReconfigureFlags(), Print: cmdutil.NewPrintFlags(),
+		Components: []string{string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler)},
+		DryRun:     string(engine.DryRunNone), IOStreams: streams,
 	}
 }
 
@@ -151,26 +139,19 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringSliceVar(&o.Components, "components", o.Components, "Components to reconfigure, always in the order apiserver, controller-manager, scheduler")
 	fs.StringVar(&o.FromBackup, "from-backup", o.FromBackup, "Apply the ClusterConfiguration of this backup instead of the live one")
 	fs.BoolVar(&o.LatestGood, "latest-good", o.LatestGood, "Apply this node's last known good ClusterConfiguration (see 'backup list')")
-	cmdutil.AddNodeFlags(cmd, &o.Node, cmdutil.NodeHelp{
+	o.ReconfigureFlags.AddFlags(cmd, cmdutil.NodeHelp{
 		Name:    "This node's name, which names its mirror Pods (default: the hostname, lowercased)",
 		Address: "This node's API server advertise address (default: read from its kube-apiserver manifest)",
 		Port:    "This node's API server port, digits only, 1-65535 (default: read from its kube-apiserver manifest)",
 	})
-	fs.StringVar(&o.Node.PatchesDir, "patches", o.Node.PatchesDir, "Directory of kubeadm patches this node's manifests are rendered with")
-	fs.StringVar(&o.ManifestsDir, "manifests-dir", o.ManifestsDir, "The kubelet's static Pod manifests directory")
-	fs.StringVar(&o.Kubeadm, "kubeadm", o.Kubeadm, "The kubeadm binary that renders the manifests (1.37 or later)")
-	fs.DurationVar(&o.Wait, "wait", o.Wait, "How long each changed component may take to come up healthy before the rollback (at least 30s)")
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `One of none, client. "client" (or --dry-run alone) prints the diff of each manifest that would change, and changes nothing`)
 	fs.Lookup("dry-run").NoOptDefVal = string(engine.DryRunClient)
 	fs.BoolVar(&o.Diff, "diff", o.Diff, "Print a unified diff of each manifest that would change, and change nothing (as --dry-run)")
 	fs.BoolVar(&o.NoRollback, "no-rollback", o.NoRollback, "Leave a component that does not come up as it is (debugging)")
-	fs.StringVar(&o.Key, "key", o.Key, "ConfigMap key that holds the ClusterConfiguration")
 	fs.BoolVar(&o.AllowVersionChange, "allow-version-change", o.AllowVersionChange,
 		"Apply even when a component's image tag would change, or kubeadm is of another minor release than kubernetesVersion (kubeadm upgrade's work)")
 	fs.BoolVar(&o.AllowDuringUpgrade, "allow-during-upgrade", o.AllowDuringUpgrade,
 		"Run even while the upgrade record (--state-configmap) says an upgrade is in progress, without reading it")
-	fs.StringVar(&o.StateConfigMap, "state-configmap", o.StateConfigMap, "Name of the ConfigMap that holds the upgrade state (in -n)")
-	o.Backup.AddFlags(cmd, false)
 	o.Print.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("components", cmdutil.FixedCompletion(
 		string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler)))
@@ -180,16 +161,12 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 
 // Complete fills the node name and builds the read-only client.
 func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
-	o.bindPortSet = cmd.Flags().Changed("bind-port")
+	o.cmd = cmd
 	if err := o.Print.Complete(); err != nil {
 		return err
 	}
-	if o.Node.Name == "" {
-		name, err := controlplane.NodeName()
-		if err != nil {
-			return exitcode.Failuref("cannot read the hostname for the node name (give --node-name): %w", err)
-		}
-		o.Node.Name = name
+	if err := o.ReconfigureFlags.Complete(cmd); err != nil {
+		return err
 	}
 	c, err := o.Cluster.Clients()
 	if err != nil {
@@ -209,9 +186,6 @@ func (o *Options) Validate() error {
 	if o.FromBackup != "" && o.LatestGood {
 		return exitcode.Usagef("give --from-backup or --latest-good, not both")
 	}
-	if err := cmdutil.ValidateNode(o.Node, o.bindPortSet); err != nil {
-		return err
-	}
 	switch o.DryRun {
 	case string(engine.DryRunNone), string(engine.DryRunClient):
 	case string(engine.DryRunServer):
@@ -219,23 +193,7 @@ func (o *Options) Validate() error {
 	default:
 		return exitcode.Usagef("--dry-run must be none or client, not %q", o.DryRun)
 	}
-	if o.Wait < controlplane.MinWait {
-		return exitcode.Usagef("--wait must be at least %s, not %s: a restarting kube-apiserver may take the kubelet's 30s grace period just to stop",
-			controlplane.MinWait, o.Wait)
-	}
-	if strings.TrimSpace(o.ManifestsDir) == "" {
-		return exitcode.Usagef("--manifests-dir must not be empty")
-	}
-	if strings.TrimSpace(o.Kubeadm) == "" {
-		return exitcode.Usagef("--kubeadm must not be empty")
-	}
-	if strings.TrimSpace(o.Key) == "" {
-		return exitcode.Usagef("--key must not be empty")
-	}
-	if strings.TrimSpace(o.StateConfigMap) == "" {
-		return exitcode.Usagef("--state-configmap must not be empty")
-	}
-	return o.Backup.Validate()
+	return o.ReconfigureFlags.Validate()
 }
 
 // dryRun reports whether the run only shows what would change.
@@ -254,11 +212,11 @@ func (o *Options) Run(ctx context.Context) error {
 		AllowVersionChange: o.AllowVersionChange, AllowDuringUpgrade: o.AllowDuringUpgrade, UpgradeConfigMap: o.StateConfigMap,
 		Progress: p.event,
 	})
-	err = hint(err)
+	err = cmdutil.ReconfigureHint(o.cmd, err)
 	if err != nil && rep == nil {
 		return err
 	}
-	res := newResult(rep, o.Components)
+	res := newResult(rep, func(w error) string { return cmdutil.ReconfigureWarning(o.cmd, w, o.Components) })
 	if err != nil {
 		// The apply failed: say what was done, rolled back or not.
 		p.done()

@@ -34,7 +34,7 @@ func TestReconfigureValidate(t *testing.T) {
 			`--node-name "CP_1": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
 		{"advertise address", r(func(o *Options) { o.Node.AdvertiseAddress = "cp-1" }),
 			`--advertise-address must be an IP address, not "cp-1"`},
-		{"bind port", r(func(o *Options) { o.bindPortSet, o.Node.BindPort = true, 70000 }),
+		{"bind port", r(func(o *Options) { o.BindPortGiven, o.Node.BindPort = true, 70000 }),
 			"--bind-port must be between 1 and 65535, not 70000"},
 		{"server dry run", r(func(o *Options) { o.DryRun = "server" }),
 			`--dry-run must be none or client, not "server": reconfigure changes files on this node, not objects in the API`},

@@ -48,9 +48,9 @@ type ComponentResult struct {
 	RolledBack   bool   `json:"rolledBack"`
 }
 
-// newResult turns the run's report into what the command prints;
-// components are the --components as given, for the warnings.
-func newResult(rep *reconfigurenode.Report, components []string) *Result {
+// newResult turns the run's report into what the command prints; warning
+// words a warning.
+func newResult(rep *reconfigurenode.Report, warning func(error) string) *Result {
 	res := &Result{Node: rep.Node, Source: rep.Source, Backup: rep.Backup, DryRun: rep.DryRun,
 		LastKnownGood: rep.LastKnownGood, Warnings: []string{}}
 	for _, ch := range rep.Plan.Changes {
@@ -63,7 +63,7 @@ func newResult(rep *reconfigurenode.Report, components []string) *Result {
 		res.Diff = manifestDiff(rep.Plan)
 	}
 	for _, w := range rep.Warnings {
-		res.Warnings = append(res.Warnings, warning(w, components))
+		res.Warnings = append(res.Warnings, warning(w))
 	}
 	return res
 }

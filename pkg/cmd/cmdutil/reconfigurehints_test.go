@@ -1,10 +1,11 @@
-package reconfigure
+package cmdutil
 
 import (
 	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -14,6 +15,10 @@ import (
 // pkg/reconfigure names no flag; the messages a user sees still do, word
 // for word as before the orchestration left this layer.
 func TestReconfigureHints(t *testing.T) {
+	cmd := &cobra.Command{}
+	cmd.Flags().StringSlice("components", nil, "")
+	cmd.Flags().Bool("allow-version-change", false, "")
+	cmd.Flags().Bool("allow-during-upgrade", false, "")
 	cause := errors.New("open /m/.lock: permission denied")
 	stage := func(s reconfigurenode.Stage, code exitcode.Code, err error) error {
 		return &reconfigurenode.StageError{Stage: s, Err: exitcode.New(code, err)}
@@ -58,7 +63,7 @@ func TestReconfigureHints(t *testing.T) {
 			`configmaps "kubeadmcfg-upgrade" is forbidden; check --state-configmap, or pass --allow-during-upgrade to go on without the upgrade record`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := hint(tc.err)
+			err := ReconfigureHint(cmd, tc.err)
 			if diff := cmp.Diff(tc.want, err.Error()); diff != "" || exitcode.FromError(err) != tc.code {
 				t.Errorf("exit %d, want %d; (-want +got):\n%s", exitcode.FromError(err), tc.code, diff)
 			}
@@ -82,9 +87,30 @@ func TestReconfigureHints(t *testing.T) {
 			"etcd would change (adds --snapshot-count=12345), but reconfigure does not change etcd: not recorded as the last known good"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, warning(tc.warning, []string{"kube-apiserver"})); diff != "" {
+			if diff := cmp.Diff(tc.want, ReconfigureWarning(cmd, tc.warning, []string{"kube-apiserver"})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// The agent has no --components and overrides no refusal: its hints name
+// the flags it has.
+func TestReconfigureHintWithoutComponents(t *testing.T) {
+	stage := func(s reconfigurenode.Stage, err error) error {
+		return &reconfigurenode.StageError{Stage: s, Err: exitcode.New(exitcode.Conflict, err)}
+	}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{stage(reconfigurenode.StagePlan, errors.New("no kube-apiserver manifest")), "no kube-apiserver manifest; check --manifests-dir"},
+		{stage(reconfigurenode.StageVersion, errors.New("the rendered manifests change versions")), "the rendered manifests change versions"},
+		{stage(reconfigurenode.StageUpgrade, errors.New(`configmaps "kubeadmcfg-upgrade" is forbidden`)),
+			`configmaps "kubeadmcfg-upgrade" is forbidden; check --state-configmap`},
+	} {
+		if got := ReconfigureHint(&cobra.Command{}, tc.err).Error(); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
 	}
 }

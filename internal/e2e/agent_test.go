@@ -1,0 +1,341 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
+)
+
+// The node agents on a three-node control plane, in the test's own network
+// namespace. The test plays the client that starts a rollout: it writes
+// the record through the model and goes away; everything after that is
+// the agents' doing.
+
+func TestAgent(t *testing.T) {
+	if !testcluster.InTestNetns() {
+		start := time.Now()
+		err := testcluster.ReexecInNetns(context.Background(), "^TestAgent$", 40*time.Minute, func(line string) { t.Log(line) })
+		t.Logf("TestAgent in its network namespace took %s", time.Since(start).Round(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	c := startAgentCluster(t)
+	steps := []struct {
+		name string
+		run  func(t *testing.T, c *agentCluster)
+	}{
+		{"a node out of sync after a patch, in sync after a rollout of it across 3 nodes, one at a time", agentSuccess},
+		{"a bad flag fails the first node, which rolls back; the others are untouched", agentBadFlag},
+		{"a record edited into garbage is reported and changes nothing", agentGarbage},
+		{"an agent SIGKILLed mid-apply is seen lost, and restarted it completes its node", agentKilled},
+		{"an agent SIGKILLed while a bad flag crashes: restarted, it puts the node back on its manifests from before", agentKilledBadFlag},
+		{"a try not confirmed is reverted by the agents; a confirmed one stays", agentTry},
+		{"SIGTERM stops an agent cleanly: exit 0, no lease left", agentStop},
+	}
+	for _, step := range steps {
+		if !t.Run(step.name, func(t *testing.T) { step.run(t, c) }) {
+			return
+		}
+	}
+}
+
+func agentSuccess(t *testing.T, c *agentCluster) {
+	c.waitStates(t, "in sync", func(st *rollout.NodeState) bool { return st.InSync && st.Error == "" })
+	c.patch(t, "--set", "apiServer.extraArgs.audit-log-maxbackup=7")
+	c.waitStates(t, "kube-apiserver out of sync", func(st *rollout.NodeState) bool {
+		return !st.InSync && slices.Equal(st.Differs, []string{"kube-apiserver"})
+	})
+	id := c.start(t, 0)
+	s := c.waitEnded(t, 6*time.Minute)
+	if s.ID != id || s.Phase != rollout.Succeeded {
+		t.Fatalf("rollout %d: want Succeeded, got %+v", id, s)
+	}
+	for _, n := range s.Nodes {
+		if n.Phase != rollout.NodeUpdated || n.Starts != 1 || !slices.Equal(n.Components, []string{"kube-apiserver"}) {
+			t.Errorf("node %s: %+v", n.Name, n)
+		}
+	}
+	lines := c.apiServers(t)
+	if len(lines) != 3 {
+		t.Errorf("want 3 kube-apiserver processes, got %d:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, " --audit-log-maxbackup=7") {
+			t.Errorf("a kube-apiserver runs without the new flag: %s", l)
+		}
+	}
+	c.wantOneAtATime(t)
+	if got := c.sawInProgress(id); !slices.Equal(got, c.names()) {
+		t.Errorf("the watch saw %v in progress, want every node in order %v", got, c.names())
+	}
+	if diff := cmp.Diff(map[string]int{"cp-0": 1, "cp-1": 1, "cp-2": 1}, c.nodeStarted(t, id)); diff != "" {
+		t.Errorf("NodeStarted Events per node (-want +got):\n%s", diff)
+	}
+	c.waitStates(t, "in sync", func(st *rollout.NodeState) bool { return st.InSync && st.LastKnownGood != "" })
+}
+
+func agentBadFlag(t *testing.T, c *agentCluster) {
+	before := c.allManifests(t)
+	good := c.liveDocument(t)
+	c.patch(t, "--set", "apiServer.extraArgs.no-such-flag=1")
+	id := c.start(t, 0)
+	s := c.waitEnded(t, 6*time.Minute)
+	if s.ID != id || s.Phase != rollout.Failed || !strings.Contains(s.Message, "node cp-0 failed and was rolled back") {
+		t.Fatalf("rollout %d: want Failed naming cp-0, got %+v", id, s)
+	}
+	first := s.Nodes[0]
+	if first.Phase != rollout.NodeRolledBack || !strings.Contains(first.Message, "kube-apiserver") {
+		t.Errorf("cp-0: want RolledBack with the reason, got %+v", first)
+	}
+	for _, n := range s.Nodes[1:] {
+		if n.Phase != rollout.NodePending || n.Starts != 0 {
+			t.Errorf("node %s was started: %+v", n.Name, n)
+		}
+	}
+	after := c.allManifests(t)
+	for _, name := range c.names() {
+		if diff := cmpManifests(before[name], after[name]); diff != "" {
+			t.Errorf("%s: the manifests changed: %s", name, diff)
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"cp-0": 1}, c.nodeStarted(t, id)); diff != "" {
+		t.Errorf("NodeStarted Events per node (-want +got):\n%s", diff)
+	}
+	c.wantOneAtATime(t)
+	// Back to the document every node runs.
+	c.putDocument(t, good)
+	c.waitStates(t, "in sync", func(st *rollout.NodeState) bool { return st.InSync })
+}
+
+func agentGarbage(t *testing.T, c *agentCluster) {
+	before := c.allManifests(t)
+	updates := c.updates()
+	c.patch(t, "--set", "apiServer.extraArgs.audit-log-maxbackup=9")
+	// A rollout of the patch, edited by hand into garbage in the same
+	// write: no agent ever sees it whole.
+	ctx := context.Background()
+	cms := c.client.CoreV1().ConfigMaps("kube-system")
+	cm, err := cms.Get(ctx, rollout.DefaultConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := cms.Get(ctx, "kubeadm-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rollout.FromConfigMap(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(rollout.Clock{Now: time.Now(), By: "e2e"}, rollout.Spec{Target: []byte(live.Data["ClusterConfiguration"]),
+		TargetResourceVersion: live.ResourceVersion, Nodes: c.names()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ToConfigMap(cm); err != nil {
+		t.Fatal(err)
+	}
+	whole := cm.Data[rollout.KeyStatus]
+	cm.Data[rollout.KeyStatus] = whole + "nodes: [[[\n"
+	if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range c.names() {
+		c.waitLog(t, name, "warning RecordDamaged: the rollout record kube-system/kubeadmcfg-rollout is damaged: data.status:")
+	}
+	// The agents read the record again within their resync; give them one.
+	time.Sleep(rollout.DefaultResync + 2*time.Second)
+	after := c.allManifests(t)
+	for _, name := range c.names() {
+		if diff := cmpManifests(before[name], after[name]); diff != "" {
+			t.Errorf("%s: the manifests changed: %s", name, diff)
+		}
+	}
+	if diff := cmp.Diff(updates, c.updates()); diff != "" {
+		t.Errorf("components restarted (-before +after):\n%s", diff)
+	}
+	for _, name := range c.names() {
+		if st, alive := c.nodeState(t, name); st == nil || !alive {
+			t.Errorf("node %s: its agent stopped publishing: %+v", name, st)
+		}
+	}
+	// Fixed by hand, the rollout goes on.
+	cm.Data[rollout.KeyStatus] = whole
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.waitEnded(t, 6*time.Minute); s.Phase != rollout.Succeeded {
+		t.Fatalf("the repaired rollout: want Succeeded, got %+v", s)
+	}
+}
+
+func agentKilled(t *testing.T, c *agentCluster) {
+	c.patch(t, "--set", "apiServer.extraArgs.audit-log-maxbackup=10")
+	first := c.node(t, "cp-0")
+	updates := first.Runner.Stats("kube-apiserver").Updates
+	id := c.start(t, 0)
+	// Killed as soon as the kubelet runs cp-0's new kube-apiserver
+	// manifest: the agent is waiting for it to come up healthy.
+	deadline := time.Now().Add(3 * time.Minute)
+	for first.Runner.Stats("kube-apiserver").Updates == updates {
+		if time.Now().After(deadline) {
+			t.Fatal("cp-0's kube-apiserver manifest was never replaced")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	killed := time.Now()
+	c.kill(t, "cp-0", syscall.SIGKILL)
+	if n, _ := c.current(t).Status.Lookup("cp-0"); n.Phase != rollout.NodeInProgress {
+		t.Fatalf("cp-0 is not in progress when its agent is killed: %+v", n)
+	}
+	stale := 3 * agentHeartbeat
+	for {
+		if _, alive := c.nodeState(t, "cp-0"); !alive {
+			break
+		}
+		if time.Since(killed) > stale+3*time.Second {
+			t.Fatalf("the agent of cp-0 still looks alive %s after it was killed (stale after %s)", time.Since(killed), stale)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("the agent of cp-0 was seen lost %s after it was killed", time.Since(killed).Round(100*time.Millisecond))
+	if r := c.current(t); r.Status.Nodes[1].Phase != rollout.NodePending {
+		t.Errorf("cp-1 went while cp-0 was in progress: %+v", r.Status.Nodes[1])
+	}
+	c.startAgent(t, "cp-0")
+	s := c.waitEnded(t, 6*time.Minute)
+	if s.ID != id || s.Phase != rollout.Succeeded {
+		t.Fatalf("rollout %d: want Succeeded, got %+v", id, s)
+	}
+	if n := s.Nodes[0]; n.Phase != rollout.NodeUpdated || n.Starts != 1 || n.Resumes != 1 {
+		t.Errorf("cp-0: want Updated, started once and resumed once, got %+v", n)
+	}
+	if diff := cmp.Diff(map[string]int{"cp-0": 1, "cp-1": 1, "cp-2": 1}, c.nodeStarted(t, id)); diff != "" {
+		t.Errorf("NodeStarted Events per node (-want +got):\n%s", diff)
+	}
+	for _, l := range c.apiServers(t) {
+		if !strings.Contains(l, " --audit-log-maxbackup=10") {
+			t.Errorf("a kube-apiserver runs without the new flag: %s", l)
+		}
+	}
+	c.wantOneAtATime(t)
+}
+
+func agentKilledBadFlag(t *testing.T, c *agentCluster) {
+	before := c.allManifests(t)
+	good := c.liveDocument(t)
+	c.patch(t, "--set", "apiServer.extraArgs.no-such-flag=2")
+	first := c.node(t, "cp-0")
+	updates := first.Runner.Stats("kube-apiserver").Updates
+	id := c.start(t, 0)
+	deadline := time.Now().Add(3 * time.Minute)
+	for first.Runner.Stats("kube-apiserver").Updates == updates {
+		if time.Now().After(deadline) {
+			t.Fatal("cp-0's kube-apiserver manifest was never replaced")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.kill(t, "cp-0", syscall.SIGKILL)
+	if n, _ := c.current(t).Status.Lookup("cp-0"); n.Phase != rollout.NodeInProgress {
+		t.Fatalf("cp-0 is not in progress when its agent is killed: %+v", n)
+	}
+	c.startAgent(t, "cp-0")
+	s := c.waitEnded(t, 6*time.Minute)
+	if s.ID != id || s.Phase != rollout.Failed {
+		t.Fatalf("rollout %d: want Failed, got %+v", id, s)
+	}
+	n := s.Nodes[0]
+	if n.Phase != rollout.NodeRolledBack || n.Starts != 1 || n.Resumes != 1 ||
+		!strings.Contains(n.Message, "the node is back on its manifests from before the rollout") {
+		t.Errorf("cp-0: want RolledBack by the resume, started once, got %+v", n)
+	}
+	after := c.allManifests(t)
+	for _, name := range c.names() {
+		if diff := cmpManifests(before[name], after[name]); diff != "" {
+			t.Errorf("%s: the manifests are not those from before the rollout: %s", name, diff)
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"cp-0": 1}, c.nodeStarted(t, id)); diff != "" {
+		t.Errorf("NodeStarted Events per node (-want +got):\n%s", diff)
+	}
+	c.putDocument(t, good)
+	c.waitStates(t, "in sync", func(st *rollout.NodeState) bool { return st.InSync })
+}
+
+func agentTry(t *testing.T, c *agentCluster) {
+	previous := c.liveDocument(t)
+	before := c.allManifests(t)
+	c.patch(t, "--set", "apiServer.extraArgs.audit-log-maxbackup=11")
+	id := c.start(t, 20*time.Second)
+	c.waitRecord(t, 6*time.Minute, "awaiting confirmation", func(r *rollout.Record) bool {
+		return r.Status.ID == id && r.Status.Phase == rollout.AwaitingConfirm
+	})
+	for _, l := range c.apiServers(t) {
+		if !strings.Contains(l, " --audit-log-maxbackup=11") {
+			t.Errorf("a kube-apiserver runs without the flag on trial: %s", l)
+		}
+	}
+	// Nobody confirms: the agents revert it.
+	r := c.waitRecord(t, 6*time.Minute, "reverted", func(r *rollout.Record) bool {
+		return r.Status.Kind == rollout.KindRevert && !r.Status.Phase.Active()
+	})
+	if s := r.Status; s.Phase != rollout.Succeeded || !s.DocumentRestored || !slices.Equal(s.Order, []string{"cp-2", "cp-1", "cp-0"}) {
+		t.Errorf("the revert: %+v", s)
+	}
+	if h := r.History[len(r.History)-2]; h.ID != id || h.Outcome != rollout.Reverted {
+		t.Errorf("the history does not say rollout %d was reverted: %+v", id, r.History)
+	}
+	if got := c.liveDocument(t); got != previous {
+		t.Errorf("kubeadm-config is not back on the previous document:\n%s", got)
+	}
+	after := c.allManifests(t)
+	for _, name := range c.names() {
+		if diff := cmpManifests(before[name], after[name]); diff != "" {
+			t.Errorf("%s: the manifests are not back: %s", name, diff)
+		}
+	}
+	c.wantOneAtATime(t)
+
+	// Confirmed in time, it stays.
+	c.patch(t, "--set", "apiServer.extraArgs.audit-log-maxbackup=12")
+	tried := c.liveDocument(t)
+	id = c.start(t, 20*time.Second)
+	c.waitRecord(t, 6*time.Minute, "awaiting confirmation", func(r *rollout.Record) bool {
+		return r.Status.ID == id && r.Status.Phase == rollout.AwaitingConfirm
+	})
+	c.change(t, func(r *rollout.Record) (bool, error) { return r.Confirm(rollout.Clock{Now: time.Now(), By: "e2e"}) })
+	time.Sleep(25 * time.Second)
+	if s := c.current(t).Status; s.ID != id || s.Phase != rollout.Succeeded {
+		t.Errorf("the confirmed rollout: want Succeeded, got %+v", s)
+	}
+	if got := c.liveDocument(t); got != tried {
+		t.Errorf("kubeadm-config changed after the confirmation:\n%s", got)
+	}
+	for _, l := range c.apiServers(t) {
+		if !strings.Contains(l, " --audit-log-maxbackup=12") {
+			t.Errorf("a kube-apiserver runs without the confirmed flag: %s", l)
+		}
+	}
+}
+
+func agentStop(t *testing.T, c *agentCluster) {
+	for _, name := range c.names() {
+		r := c.kill(t, name, syscall.SIGTERM)
+		if r.code != 0 || !strings.Contains(r.stderr, "deleted its lease") {
+			t.Errorf("agent of %s: want exit 0 after deleting its lease, got %s", name, r)
+		}
+		if _, err := c.client.CoordinationV1().Leases("kube-system").Get(context.Background(), rollout.AgentLeaseName(name), metav1.GetOptions{}); err == nil {
+			t.Errorf("the lease of %s is still there", name)
+		}
+	}
+}

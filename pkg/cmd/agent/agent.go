@@ -1,0 +1,187 @@
+// Package agent is the agent verb: the long-running process on each
+// control-plane node that carries rollouts to its node. It reads the node
+// flags (shared with reconfigure), builds the clients, runs pkg/rollout's
+// Agent, and writes its log lines with the flags that fix what they report.
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/managed"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/version"
+)
+
+const agentLong = `Run the rollout agent of this control-plane node until stopped.
+
+One agent runs on each control-plane node, as a systemd service or a
+DaemonSet Pod (hack/ has both). It follows the rollout record (the ConfigMap
+kubeadmcfg-rollout, in the namespace of kubeadm-config) and kubeadm-config,
+with one watch each and a read of the record every 30s at most. When it is
+its node's turn in a rollout, it reconfigures the node to the document the
+rollout pinned, never to whatever kubeadm-config holds at that moment, with
+the same code as 'reconfigure' and the same flags: one component at a time,
+health-checked, rolled back when one does not come up. It records the start
+and the outcome of the turn in the record (compare-and-swap writes), and
+each as an Event on it ('kubectl describe configmap kubeadmcfg-rollout'). A
+node that fails and is rolled back fails the rollout: no later node starts.
+
+An agent restarted while its node's turn was in progress resumes the node:
+it applies the pinned document again (components already replaced compare
+equal and are waited for until healthy), and when that fails it puts every
+component back on its manifest from before the rollout, from the manifest
+backups. A node is never started twice. When a rollout on trial (--try) is
+not confirmed in time, the agents revert it: one puts kubeadm-config back,
+if it still holds the rollout's document, and every changed node goes back,
+last first.
+
+The agent holds the Lease kubeadmcfg-agent-NODE, renewed every
+--heartbeat-interval on the API server's clock, and publishes on it
+(annotation kubeadmcfg.io/node-state) whether the node runs what the live
+kubeadm-config renders to, which components differ, its last known good and
+the agent's version, whether or not a rollout runs. An agent that starts
+while its node's Lease is fresh (its predecessor was just killed) waits for
+it to go stale, up to six heartbeats; a second agent of a node whose first
+one goes on renewing it exits 4.
+
+A rollout record that cannot be read (edited by hand) is reported once per
+version of it, and the agent touches no node until it is fixed or deleted.
+As reconfigure, a node's turn does not change versions (a rollout that
+would fails on its first node, unchanged), and waits while the upgrade
+record (--state-configmap) says an upgrade is in progress.
+
+On SIGTERM or SIGINT the agent gives a turn in progress --stop-grace to
+finish, then interrupts it (it is rolled back, within --wait per component),
+records the outcome, deletes its Lease and exits 0.
+
+It logs one line per event on stderr: the API server's time, info or
+warning, a reason (NodeStarted, NodeUpdated, NodeRolledBack, TryExpired,
+RecordDamaged, NodeState, ...) and a message.`
+
+const agentExample = `  # Run this node's agent, as the systemd unit in hack/ does
+  kubectl kubeadmcfg agent --kubeconfig /etc/kubernetes/kubeadmcfg-agent.conf
+
+  # A node with kubeadm patches, whose components may take 3 minutes to come up
+  kubectl kubeadmcfg agent --node-name cp-1 --patches /etc/kubernetes/patches --wait 3m`
+
+// Options runs the agent of this node.
+type Options struct {
+	Cluster *cmdutil.ClusterFlags
+	*cmdutil.ReconfigureFlags
+	HeartbeatInterval time.Duration
+	StopGrace         time.Duration
+
+	cmd    *cobra.Command
+	config rollout.AgentConfig
+	genericiooptions.IOStreams
+}
+
+// NewOptions returns options with defaults.
+func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
+	return &Options{Cluster: cluster, ReconfigureFlags: cmdutil.NewReconfigureFlags(),
+		HeartbeatInterval: rollout.DefaultHeartbeat, StopGrace: rollout.DefaultStopGrace, IOStreams: streams}
+}
+
+// NewCmdAgent builds the agent command.
+func NewCmdAgent(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewOptions(cluster, streams)
+	cmd := &cobra.Command{
+		Use:     "agent",
+		Short:   "Run this control-plane node's rollout agent: it carries rollouts to the node and publishes the node's state",
+		Long:    agentLong,
+		Example: agentExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdutil.Run(cmd.Context(), o, cmd, args)
+		},
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// AddFlags binds the options' flags.
+func (o *Options) AddFlags(cmd *cobra.Command) {
+	o.ReconfigureFlags.AddFlags(cmd, cmdutil.NodeHelp{
+		Name:    "This node's name, which names its mirror Pods, its entry in a rollout and its Lease (default: the hostname, lowercased)",
+		Address: "This node's API server advertise address (default: read from its kube-apiserver manifest)",
+		Port:    "This node's API server port, digits only, 1-65535 (default: read from its kube-apiserver manifest)",
+	})
+	fs := cmd.Flags()
+	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", o.HeartbeatInterval, "How often the agent's Lease is renewed; it is taken for lost after three missed renewals")
+	fs.DurationVar(&o.StopGrace, "stop-grace", o.StopGrace, "On SIGTERM or SIGINT, how long a node's turn in progress may go on before it is interrupted and rolled back")
+}
+
+// Complete fills the node name and builds the clients and engines.
+func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
+	o.cmd = cmd
+	if err := o.ReconfigureFlags.Complete(cmd); err != nil {
+		return err
+	}
+	c, err := o.Cluster.Clients()
+	if err != nil {
+		return err
+	}
+	store := o.Backup.Store()
+	record := engine.New(c.Client, engine.Target{Namespace: o.Cluster.Namespace(), Name: rollout.DefaultConfigMap},
+		engine.Options{FieldManager: managed.By})
+	// The only write to kubeadm-config an agent makes puts back the
+	// document a rollout on trial replaced: backed up as a restore is, and
+	// not refused for what validation finds (the nodes ran it before).
+	config := engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{FieldManager: managed.By,
+		Validation: engine.ValidationWarn,
+		Backup:     &backup.Hook{Store: store, Keep: o.Backup.Keep, Server: c.Server, Reason: backup.ReasonBeforeRestore}})
+	o.config = rollout.AgentConfig{
+		Record: record, Config: config, Clock: c.Clock, Store: store, Keep: o.Backup.Keep, Server: c.Server,
+		Node: o.Node, ManifestsDir: o.ManifestsDir, Kubeadm: o.Kubeadm, Wait: o.Wait, UpgradeConfigMap: o.StateConfigMap,
+		Heartbeat: o.HeartbeatInterval, StopGrace: o.StopGrace, Version: version.Version, Log: o.logLine,
+	}
+	return nil
+}
+
+// Validate checks the flags without I/O.
+func (o *Options) Validate() error {
+	if o.HeartbeatInterval < time.Second {
+		return exitcode.Usagef("--heartbeat-interval must be at least 1s, not %s", o.HeartbeatInterval)
+	}
+	if o.StopGrace <= 0 {
+		return exitcode.Usagef("--stop-grace must be positive, not %s", o.StopGrace)
+	}
+	return o.ReconfigureFlags.Validate()
+}
+
+// Run runs the agent until the command's context ends (SIGTERM, SIGINT).
+func (o *Options) Run(ctx context.Context) error {
+	o.config.Node = o.Node
+	a, err := rollout.NewAgent(o.config)
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+// logLine writes one event as one line on stderr, with the flag that fixes
+// what it reports when there is one.
+func (o *Options) logLine(e rollout.AgentEvent) {
+	level := "info"
+	if e.Warning {
+		level = "warning"
+	}
+	msg := e.Message
+	if e.Err != nil {
+		plain, hinted := exitcode.Message(e.Err), exitcode.Message(cmdutil.ReconfigureHint(o.cmd, e.Err))
+		if rest, ok := strings.CutPrefix(hinted, plain); ok && rest != "" {
+			msg += " (" + strings.TrimPrefix(rest, "; ") + ")"
+		}
+	}
+	fmt.Fprintf(o.ErrOut, "%s %s %s: %s\n", e.Time.UTC().Format(time.RFC3339), level, e.Reason, strings.ReplaceAll(msg, "\n", " "))
+}

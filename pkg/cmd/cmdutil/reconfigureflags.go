@@ -1,0 +1,93 @@
+package cmdutil
+
+import (
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
+)
+
+// ReconfigureFlags are the flags of a verb that reconfigures the node it
+// runs on, with pkg/reconfigure: reconfigure once, the agent on each turn.
+// Both take them from here, so that a node is described the same way to
+// both.
+type ReconfigureFlags struct {
+	Node         clusterconfig.NodeConfig
+	ManifestsDir string
+	Kubeadm      string
+	Wait         time.Duration
+	Key          string
+	// StateConfigMap names the upgrade record, as the upgrade verbs'
+	// --state-configmap does: a reconfiguration does not run while it says
+	// an upgrade is in progress.
+	StateConfigMap string
+	Backup         *BackupFlags
+	// BindPortGiven is whether --bind-port was given (Complete sets it):
+	// only a port given is checked.
+	BindPortGiven bool
+}
+
+// NewReconfigureFlags returns kubeadm's defaults.
+func NewReconfigureFlags() *ReconfigureFlags {
+	return &ReconfigureFlags{ManifestsDir: "/etc/kubernetes/manifests", Kubeadm: "kubeadm", Wait: 5 * time.Minute,
+		Key: engine.DefaultKey, StateConfigMap: upgrade.DefaultConfigMap, Backup: NewBackupFlags()}
+}
+
+// AddFlags binds the node flags (--node-name, --advertise-address,
+// --bind-port, with help saying what they mean to cmd), --patches,
+// --manifests-dir, --kubeadm, --wait, --key, --state-configmap,
+// --backup-dir and --keep.
+func (f *ReconfigureFlags) AddFlags(cmd *cobra.Command, help NodeHelp) {
+	fs := cmd.Flags()
+	AddNodeFlags(cmd, &f.Node, help)
+	fs.StringVar(&f.Node.PatchesDir, "patches", f.Node.PatchesDir, "Directory of kubeadm patches this node's manifests are rendered with")
+	fs.StringVar(&f.ManifestsDir, "manifests-dir", f.ManifestsDir, "The kubelet's static Pod manifests directory")
+	fs.StringVar(&f.Kubeadm, "kubeadm", f.Kubeadm, "The kubeadm binary that renders the manifests (1.37 or later)")
+	fs.DurationVar(&f.Wait, "wait", f.Wait, "How long each changed component may take to come up healthy before the rollback (at least 30s)")
+	fs.StringVar(&f.Key, "key", f.Key, "ConfigMap key that holds the ClusterConfiguration")
+	fs.StringVar(&f.StateConfigMap, "state-configmap", f.StateConfigMap, "Name of the ConfigMap that holds the upgrade state (in -n)")
+	f.Backup.AddFlags(cmd, false)
+}
+
+// Complete fills the node name from the hostname, as kubeadm does.
+func (f *ReconfigureFlags) Complete(cmd *cobra.Command) error {
+	f.BindPortGiven = cmd.Flags().Changed("bind-port")
+	if f.Node.Name == "" {
+		name, err := controlplane.NodeName()
+		if err != nil {
+			return exitcode.Failuref("cannot read the hostname for the node name (give --node-name): %w", err)
+		}
+		f.Node.Name = name
+	}
+	return nil
+}
+
+// Validate checks the values without I/O.
+func (f *ReconfigureFlags) Validate() error {
+	if err := ValidateNode(f.Node, f.BindPortGiven); err != nil {
+		return err
+	}
+	if f.Wait < controlplane.MinWait {
+		return exitcode.Usagef("--wait must be at least %s, not %s: a restarting kube-apiserver may take the kubelet's 30s grace period just to stop",
+			controlplane.MinWait, f.Wait)
+	}
+	if strings.TrimSpace(f.ManifestsDir) == "" {
+		return exitcode.Usagef("--manifests-dir must not be empty")
+	}
+	if strings.TrimSpace(f.Kubeadm) == "" {
+		return exitcode.Usagef("--kubeadm must not be empty")
+	}
+	if strings.TrimSpace(f.Key) == "" {
+		return exitcode.Usagef("--key must not be empty")
+	}
+	if strings.TrimSpace(f.StateConfigMap) == "" {
+		return exitcode.Usagef("--state-configmap must not be empty")
+	}
+	return f.Backup.Validate()
+}

@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// casLeases makes the fake's Lease writes compare-and-swap on
+// resourceVersion, as the API server's are: every write gets a new one,
+// and an update of an older copy conflicts.
+func casLeases(client *fake.Clientset) *fake.Clientset {
+	rv := 0
+	gvr := coordinationv1.SchemeGroupVersion.WithResource("leases")
+	client.PrependReactor("create", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.CreateAction).GetObject().(*coordinationv1.Lease).DeepCopy()
+		l.Namespace = a.GetNamespace()
+		rv++
+		l.ResourceVersion = strconv.Itoa(rv)
+		if err := client.Tracker().Create(gvr, l, l.Namespace); err != nil {
+			return true, nil, err
+		}
+		return true, l, nil
+	})
+	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease).DeepCopy()
+		l.Namespace = a.GetNamespace()
+		current, err := client.Tracker().Get(gvr, l.Namespace, l.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		if current.(*coordinationv1.Lease).ResourceVersion != l.ResourceVersion {
+			return true, nil, apierrors.NewConflict(gvr.GroupResource(), l.Name, nil)
+		}
+		rv++
+		l.ResourceVersion = strconv.Itoa(rv)
+		if err := client.Tracker().Update(gvr, l, l.Namespace); err != nil {
+			return true, nil, err
+		}
+		return true, l, nil
+	})
+	return client
+}
+
+// A held Lease carries its annotations, is created again when deleted,
+// and gives up, saying so, when another holder takes it.
+func TestHeldLease(t *testing.T) {
+	ctx := context.Background()
+	client := casLeases(fake.NewClientset())
+	e := New(client, Target{Namespace: "kube-system", Name: "kubeadmcfg-rollout"}, Options{})
+	leases := client.CoordinationV1().Leases("kube-system")
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	h, err := e.HoldLease(ctx, HeldLeaseSpec{Name: "agent-cp-0", Holder: "me", Labels: map[string]string{"kubeadmcfg.io/agent": "cp-0"},
+		Interval: time.Hour, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func() *coordinationv1.Lease {
+		t.Helper()
+		l, err := leases.Get(ctx, "agent-cp-0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	waitFor := func(what string, ok func(l *coordinationv1.Lease) bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if l, err := leases.Get(ctx, "agent-cp-0", metav1.GetOptions{}); err == nil && ok(l) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the lease never %s: %+v", what, get())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	l := get()
+	if *l.Spec.HolderIdentity != "me" || !l.Spec.RenewTime.Time.Equal(now) || *l.Spec.LeaseDurationSeconds != 3*3600 ||
+		l.Labels["kubeadmcfg.io/agent"] != "cp-0" || l.Labels["app.kubernetes.io/managed-by"] != "kubectl-kubeadmcfg" {
+		t.Fatalf("lease: %+v", l)
+	}
+	// Annotate publishes at once, without waiting for the interval.
+	now = now.Add(time.Second)
+	h.Annotate("kubeadmcfg.io/node-state", `{"inSync":true}`)
+	waitFor("carried the annotation", func(l *coordinationv1.Lease) bool {
+		return l.Annotations["kubeadmcfg.io/node-state"] == `{"inSync":true}` && l.Spec.RenewTime.Time.Equal(now)
+	})
+	// Deleted by someone: created again at the next renewal.
+	if err := leases.Delete(ctx, "agent-cp-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.Annotate("kubeadmcfg.io/node-state", `{"inSync":false}`)
+	waitFor("came back", func(l *coordinationv1.Lease) bool {
+		return l.Annotations["kubeadmcfg.io/node-state"] == `{"inSync":false}`
+	})
+	// Taken over by another holder: the next renewal finds out and stops.
+	other := get()
+	holder := "another"
+	other.Spec.HolderIdentity = &holder
+	if _, err := leases.Update(ctx, other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.Annotate("x", "y")
+	select {
+	case <-h.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the renewal did not notice the takeover")
+	}
+	if err := h.Err(); err == nil || !strings.Contains(err.Error(), `the lease agent-cp-0 was taken over by "another"`) {
+		t.Fatalf("Err: %v", err)
+	}
+	if *get().Spec.HolderIdentity != "another" {
+		t.Error("the lease was written over after the takeover")
+	}
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leases.Get(ctx, "agent-cp-0", metav1.GetOptions{}); err != nil {
+		t.Errorf("Stop deleted a lease that was no longer its own: %v", err)
+	}
+}

@@ -1,0 +1,81 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+)
+
+// The timer of a rollout on trial, which the agents enforce so that it
+// runs without the client that started the rollout: past the deadline on
+// the server's clock, one agent (the compare-and-swap picks it) turns the
+// rollout into a revert, and one puts kubeadm-config back.
+
+// expireTry reverts a rollout whose try ran out unconfirmed. An agent that
+// comes second finds the revert made.
+func (a *Agent) expireTry(ctx context.Context) {
+	var deadline string
+	cm, r, err := a.update(ctx, func(r *Record) (bool, error) {
+		if r.Status != nil && r.Status.Try != nil {
+			deadline = stamp(r.Status.Try.Deadline)
+		}
+		return r.ExpireTry(a.clock())
+	})
+	if err != nil {
+		a.log(true, "TryExpired", "the try ran out, but the revert could not be recorded: %s; trying again", exitcode.Message(err))
+		return
+	}
+	if cm == nil { // another agent made the revert
+		return
+	}
+	a.event(ctx, cm, true, "TryExpired", fmt.Sprintf("not confirmed by %s: revert %d takes back %s", deadline, r.Status.ID, joinNames(r.Status.Order)))
+}
+
+// restoreDocument puts kubeadm-config back to what it held before the
+// reverted rollout (the revert's target), with a compare-and-swap that
+// requires it to hold the reverted rollout's target still: a document
+// someone wrote since is left alone, and the record says so. Then it marks
+// the document restored, once.
+func (a *Agent) restoreDocument(ctx context.Context, r *Record) {
+	s := r.Status
+	key := a.cfg.Config.Target().Key
+	outcome := ""
+	_, err := a.cfg.Config.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
+		doc, err := engine.DocumentOf(cm, a.cfg.Config.Target())
+		if err != nil {
+			return false, err
+		}
+		switch h := Hash([]byte(doc)); h {
+		case s.Previous.Hash:
+			cm.Data[key] = string(r.Target)
+			outcome = fmt.Sprintf("kubeadm-config was put back from %s to %s", s.Previous.Hash, s.Target.Hash)
+			return true, nil
+		case s.Target.Hash:
+			outcome = fmt.Sprintf("kubeadm-config holds %s already", s.Target.Hash)
+		default:
+			outcome = fmt.Sprintf("kubeadm-config was left alone: it holds %s, no longer the reverted target %s, so someone changed it since; the nodes go back to %s anyway",
+				h, s.Previous.Hash, s.Target.Hash)
+		}
+		return false, nil
+	})
+	if err != nil {
+		a.log(true, "DocumentNotRestored", "revert %d: kubeadm-config could not be put back: %s; trying again", s.ID, exitcode.Message(err))
+		return
+	}
+	cm, _, err := a.update(ctx, func(r *Record) (bool, error) {
+		if r.Status == nil || r.Status.ID != s.ID {
+			return false, nil
+		}
+		return r.MarkDocumentRestored(a.clock(), outcome)
+	})
+	switch {
+	case err != nil:
+		a.log(true, "DocumentNotRestored", "revert %d: %s, but the record could not say so: %s; trying again", s.ID, outcome, exitcode.Message(err))
+	case cm != nil:
+		a.event(ctx, cm, false, "DocumentRestored", fmt.Sprintf("revert %d: %s", s.ID, outcome))
+	}
+}
