@@ -245,7 +245,7 @@ func released(t *testing.T, file string, p *platform, bin []byte) {
 func checkRuns(t *testing.T, bin []byte, p, versionLabel string) {
 	t.Helper()
 	exe := filepath.Join(t.TempDir(), "kubectl-kubeadmcfg")
-	if err := os.WriteFile(exe, bin, 0o700); err != nil { //nolint:gosec // an executable, owner only
+	if err := os.WriteFile(exe, bin, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer

@@ -184,7 +184,7 @@ func findInTar(r io.Reader, name string) (string, error) {
 			continue
 		}
 		h := sha256.New()
-		if _, err := io.Copy(h, tr); err != nil { //nolint:gosec // a layer ko just built from a binary
+		if _, err := io.Copy(h, tr); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("%x", h.Sum(nil)), nil
