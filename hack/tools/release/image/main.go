@@ -9,8 +9,8 @@
 // image layout in a tarball, the bytes the release pushes.
 //
 // The image must carry the binaries of the release archives, not others
-// built alike: it is stamped with the version, commit and date the
-// linux/amd64 binary reports, built with goreleaser's flags, and each
+// built alike: it is stamped with the version, commit and date goreleaser's
+// binary for this machine reports, built with goreleaser's flags, and each
 // platform's binary in the image is compared with goreleaser's, byte for
 // byte.
 //
