@@ -43,7 +43,7 @@ docs: ## Regenerate the command reference in docs/commands
 generate: ## Regenerate the component config mirrors from the k8s.io/kubelet and k8s.io/kube-proxy types in go.mod
 	go run ./hack/gen-componentconfig
 
-dist: ## Release archives for every platform, offline snapshot (goreleaser pinned in hack/tools/release)
+dist: ## Release archives for every platform and the agent's image (OCI tarball), offline snapshot (goreleaser, ko pinned in hack/tools/release)
 	hack/dist.sh
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s); not part of make test

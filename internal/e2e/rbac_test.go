@@ -144,6 +144,37 @@ func TestLeastPrivilege(t *testing.T) {
 	for _, args := range [][]string{{"upgrade-set", "upgrade-aborting"}, {"upgrade-set", "upgrade-aborted"}, {"upgrade-delete"}} {
 		wantExit(t, member(args...), 0)
 	}
+	// The rollout's verbs: the node's components and its agent as the
+	// preflight needs them, then a write with its rollout, the record's
+	// transitions with their Events, a watch, and an undo that writes
+	// kubeadm-config back.
+	cp := &fakeNodes{e: e, leases: ns}
+	cp.adopt(node)
+	cp.setPodsReady(node, true)
+	cp.renew(node, time.Now())
+	for _, args := range [][]string{
+		{"nodes"},
+		{"patch", "--backup-dir", dir, "--set", "apiServer.extraArgs.audit-log-maxage=8", "--rollout"},
+		{"rollout", "status"},
+		{"rollout", "status", "-o", "json"},
+		{"rollout", "pause"},
+		{"rollout", "resume"},
+		{"rollout", "history"},
+		{"rollout", "pause"},
+		{"rollout", "undo", "--backup-dir", dir},
+		{"rollout", "start", "--nodes", node},
+	} {
+		r := member(args...)
+		wantExit(t, r, 0)
+		if strings.Contains(r.stderr, "warning") {
+			t.Errorf("%v warned: %s", args, r.stderr)
+		}
+	}
+	r = member("rollout", "status", "-w", "--timeout", "3s")
+	wantEnded(t, r, 7)
+	if strings.Contains(r.stderr, "forbidden") || !strings.Contains(r.stderr, "context deadline exceeded") {
+		t.Errorf("status -w did not watch until its timeout: %s", r)
+	}
 	// The Role grants nothing beyond its ConfigMaps and the queue's Leases:
 	// a controller's leader-election Lease stays out of reach.
 	r = member("get", "--configmap", "some-other-configmap")
@@ -197,6 +228,7 @@ func restoreKubeSystem(t *testing.T) {
 		rbac.ClusterRoles().Delete(ctx, "kubeadmcfg-nodes", metav1.DeleteOptions{}),
 		s.admin.CoordinationV1().Leases(ns).Delete(ctx, "kube-controller-manager", metav1.DeleteOptions{}),
 		s.admin.CoreV1().ConfigMaps(ns).Delete(ctx, "kubeadmcfg-upgrade", metav1.DeleteOptions{}),
+		s.admin.CoreV1().ConfigMaps(ns).Delete(ctx, "kubeadmcfg-rollout", metav1.DeleteOptions{}),
 	} {
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Error(err)

@@ -26,9 +26,11 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/completion"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/edit"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/get"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/nodes"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/patch"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/reconfigure"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/restore"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/rollout"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/upgrade"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/validate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/version"
@@ -44,12 +46,18 @@ Every write is a compare-and-swap on the ConfigMap's resourceVersion: on a
 conflict the edit is re-applied to the fresh document, so no concurrent
 update is lost, and a document kubeadm would reject is never written.
 
+A rollout carries the configuration to every control-plane node, one at a
+time, through an agent on each node, from the API ('rollout start', or
+--rollout on patch, edit and restore).
+
 Exit codes: 0 success (also "unchanged" and "skipped"), 1 other error,
-2 usage error, 3 invalid configuration, 4 conflict or precondition not met,
-5 not found, 6 forbidden or unauthorized, 7 outcome of the last write
-unknown; reconfigure alone: 8 failed, node back on its previous
-configuration, 9 failed and rollback failed; 10 internal error (a bug:
-please report it; GOTRACEBACK=all adds the stack).`
+2 usage error, 3 invalid configuration, 4 conflict or precondition not met
+(also another rollout active, a preflight that failed), 5 not found,
+6 forbidden or unauthorized, 7 outcome of the last write unknown (also a
+wait that ended before its rollout); reconfigure and a rollout's --wait:
+8 failed, node back on its previous configuration (a rollout stops there),
+9 failed and rollback failed; 10 internal error (a bug: please report it;
+GOTRACEBACK=all adds the stack).`
 
 // NewCmdRoot builds the command tree.
 func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
@@ -81,6 +89,8 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		backup.NewCmdBackup(flags, streams),
 		restore.NewCmdRestore(flags, streams),
 		reconfigure.NewCmdReconfigure(flags, streams),
+		rollout.NewCmdRollout(flags, streams),
+		nodes.NewCmdNodes(flags, streams),
 		agent.NewCmdAgent(flags, streams),
 		version.NewCmdVersion(streams),
 	)

@@ -263,7 +263,7 @@ func (h *HeldLease) Err() error {
 // lost holder.
 func (h *HeldLease) Stop() error {
 	h.stop()
-	for range h.done { //nolint:revive // drained: the renewing has ended
+	for range h.done { // drained: the renewing has ended
 	}
 	if h.Err() != nil {
 		return nil // not ours any more

@@ -159,7 +159,7 @@ func (a *Agent) Identity() string { return a.cfg.Identity }
 // rollback's own waits) and its outcome written, and the Lease is deleted.
 // It returns an error when the Lease cannot be taken (another agent of the
 // node is alive: exit code 4) or is taken over while it runs.
-func (a *Agent) Run(ctx context.Context) error {
+func (a *Agent) Run(ctx context.Context) (err error) {
 	lease, err := a.holdLease(ctx)
 	if err != nil && ctx.Err() != nil {
 		a.log(false, "AgentStopped", "agent %s stopped before it took its lease", a.cfg.Identity)
@@ -187,7 +187,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer func() {
 		stopFollowing()
 		for _, c := range following {
-			<-c
+			// A follower ends with nil when told to stop; anything else
+			// is a panic recovered in it, which ends the agent (exit 10).
+			if ferr := <-c; ferr != nil && err == nil {
+				err = ferr
+			}
 		}
 	}()
 

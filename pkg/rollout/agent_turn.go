@@ -284,7 +284,9 @@ func (a *Agent) applyContext(ctx context.Context) (context.Context, func()) {
 	})
 	return actx, func() {
 		close(finished)
-		<-watching
+		if err := <-watching; err != nil {
+			a.log(true, "InternalError", "%s", exitcode.Message(err))
+		}
 		cancel()
 	}
 }

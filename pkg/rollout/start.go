@@ -157,6 +157,9 @@ func (s *Status) activeError() error {
 // Undo takes the current rollout back: a new rollout of kind undo whose
 // target is the undone one's previous document, over the nodes it changed
 // (Updated, and RollbackFailed, whose state is unknown), in reverse order.
+// A rollout that changed no node still has its document to take back (its
+// first node rolled itself back, or no manifest depended on the change):
+// its undo has no node, and ends once the document is put back.
 // A rollout still paused or awaiting confirmation is stopped and goes to the
 // history as Undone. The document is put back by the caller, which then
 // calls MarkDocumentRestored; the undo does not end before that.
@@ -178,8 +181,8 @@ func (r *Record) Undo(c Clock) error {
 		return exitcode.Conflictf("nothing to undo: no previous document is recorded for rollout %d", s.ID)
 	}
 	changed := s.changed(NodeUpdated, NodeRollbackFailed)
-	if len(changed) == 0 {
-		return exitcode.Conflictf("nothing to undo: rollout %d changed no node", s.ID)
+	if len(changed) == 0 && s.Previous.Hash == s.Target.Hash {
+		return exitcode.Conflictf("nothing to undo: rollout %d changed no node, and its document is the one before it", s.ID)
 	}
 	id := r.nextID()
 	if s.Phase.Active() {

@@ -222,12 +222,10 @@ func TestUndoRefusals(t *testing.T) {
 	}
 	noPrevious := started(t, spec(func(s *Spec) { s.Previous = nil }))
 	turn(t, noPrevious, 10, "cp-0", NodeRolledBack)
-	unchanged := started(t, spec())
+	sameDocument := started(t, spec(func(s *Spec) { s.Previous = s.Target }))
 	for i, n := range cps {
-		turn(t, unchanged, 10*i, n, NodeUnchanged)
+		turn(t, sameDocument, 10*i, n, NodeUnchanged)
 	}
-	rolledBack := started(t, spec())
-	turn(t, rolledBack, 10, "cp-0", NodeRolledBack)
 	reverting := started(t, spec(func(s *Spec) { s.Try = time.Second }))
 	for i, n := range cps {
 		turn(t, reverting, 10*i, n, NodeUpdated)
@@ -244,8 +242,7 @@ func TestUndoRefusals(t *testing.T) {
 		{"progressing", progressing, "rollout 1 is Progressing; pause it first, then undo it"},
 		{"a node in progress", inProgress, "node cp-0 is in progress in rollout 1; wait for its turn to end, then undo"},
 		{"no previous", noPrevious, "nothing to undo: no previous document is recorded for rollout 1"},
-		{"no node changed", unchanged, "nothing to undo: rollout 1 changed no node"},
-		{"rolled back at once", rolledBack, "nothing to undo: rollout 1 changed no node"},
+		{"no node changed, same document", sameDocument, "nothing to undo: rollout 1 changed no node, and its document is the one before it"},
 		{"reverting", reverting, "rollout 2 is Reverting; wait for it to end"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -338,5 +335,38 @@ func TestExpireTryWithNothingToRevert(t *testing.T) {
 	}
 	if r.Status.Phase != Succeeded || r.Status.Message != "kubeadm-config was changed since; it was left alone" {
 		t.Errorf("%s %q", r.Status.Phase, r.Status.Message)
+	}
+}
+
+// TestUndoOfTheDocumentAlone: a rollout whose first node rolled itself back,
+// or whose nodes were all unchanged, changed no node, but kubeadm-config
+// still holds its document: the undo takes that back, with no node to go
+// through, and ends once the document is put back.
+func TestUndoOfTheDocumentAlone(t *testing.T) {
+	rolledBack := started(t, spec())
+	turn(t, rolledBack, 10, "cp-0", NodeRolledBack)
+	unchanged := started(t, spec())
+	for i, n := range cps {
+		turn(t, unchanged, 10*i, n, NodeUnchanged)
+	}
+	for name, r := range map[string]*Record{"rolled back at once": rolledBack, "no node changed": unchanged} {
+		t.Run(name, func(t *testing.T) {
+			if err := r.Undo(by("bob", 100)); err != nil {
+				t.Fatal(err)
+			}
+			s := r.Status
+			if s.ID != 2 || s.Kind != KindUndo || s.Phase != Progressing || len(s.Nodes) != 0 || s.Target.Hash != Hash(docV1) {
+				t.Fatalf("undo: %+v", s)
+			}
+			if _, ok := s.Turn(); ok {
+				t.Fatal("an undo of no node handed out a turn")
+			}
+			if changed, err := r.MarkDocumentRestored(by("bob", 101), ""); err != nil || !changed || r.Status.Phase != Succeeded {
+				t.Fatalf("restored: %v %v %s", changed, err, r.Status.Phase)
+			}
+			if _, err := FromConfigMap(toConfigMap(t, r)); err != nil {
+				t.Fatalf("the record does not read back: %v", err)
+			}
+		})
 	}
 }

@@ -1,13 +1,22 @@
-// Module release pins the release tooling: goreleaser, and krew's manifest
-// validator.
+// Module release pins the release tooling: goreleaser; krew and its
+// manifest validator; ko's builder (the ko goreleaser v2.15.1 links, so that
+// goreleaser builds with the modules it was released with), which ./image
+// uses to build the agent's container image offline; and crane, which pushes
+// that image.
 module github.com/kubeadmcfg/kubectl-kubeadmcfg/hack/tools/release
 
 go 1.26.1
 
 tool (
+	github.com/google/go-containerregistry/cmd/crane
 	github.com/goreleaser/goreleaser/v2
 	sigs.k8s.io/krew/cmd/krew
 	sigs.k8s.io/krew/cmd/validate-krew-manifest
+)
+
+require (
+	github.com/google/go-containerregistry v0.21.3
+	github.com/google/ko v0.18.1
 )
 
 require (
@@ -180,10 +189,9 @@ require (
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/golang/groupcache v0.0.0-20241129210726-2c02b8208cf8 // indirect
 	github.com/google/certificate-transparency-go v1.3.2 // indirect
-	github.com/google/go-containerregistry v0.21.3 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/go-github/v84 v84.0.0 // indirect
 	github.com/google/go-querystring v1.2.0 // indirect
-	github.com/google/ko v0.18.1 // indirect
 	github.com/google/rpmpack v0.7.1 // indirect
 	github.com/google/s2a-go v0.1.9 // indirect
 	github.com/google/uuid v1.6.0 // indirect

@@ -26,6 +26,8 @@ type WriteResult struct {
 	Warnings           []string `json:"warnings"`
 	Backup             string   `json:"backup,omitempty"`
 	Diff               string   `json:"diff,omitempty"`
+	// Rollout is the rollout a write started (--rollout).
+	Rollout *RolloutResult `json:"rollout,omitempty"`
 
 	// Summary is the human line, such as "kubeadm-config patched
 	// (resourceVersion 812 -> 815, 2 attempts)"; -o leaves it out. Verbs

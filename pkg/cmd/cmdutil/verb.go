@@ -27,7 +27,8 @@ type Verb interface {
 
 // Budgeted is a verb whose whole run, every API call in it, is bounded by
 // one --timeout. Budget is exported because the verbs that implement it
-// live in their own packages.
+// live in their own packages. A Budget of 0 bounds nothing: a verb that
+// waits for a rollout without --timeout runs until it ends.
 type Budgeted interface {
 	Budget() time.Duration
 }
@@ -42,7 +43,7 @@ func Run(ctx context.Context, v Verb, cmd *cobra.Command, args []string) error {
 	if err := v.Validate(); err != nil {
 		return err
 	}
-	if b, ok := v.(Budgeted); ok {
+	if b, ok := v.(Budgeted); ok && b.Budget() > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, b.Budget())
 		defer cancel()

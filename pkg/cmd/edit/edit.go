@@ -15,6 +15,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
 const editLong = `Open the ClusterConfiguration in an editor, as plain YAML, and write the
@@ -40,7 +41,12 @@ yours, and the live one), so the other change is kept too. When the same
 field was changed on both sides, nothing is overwritten: the editor reopens
 on the live version with your other changes applied and the conflicting
 fields explained at the top (exit 4 when not interactive). A list counts as
-one field.`
+one field.
+
+With --rollout the write and its rollout are one step, as for patch: the
+rollout's checks run before the editor opens, and a rollout of exactly the
+document written starts after the write (see 'rollout start' for --nodes,
+--canary, --try and --wait). A cancelled edit starts nothing.`
 
 const editExample = `  # Edit the ClusterConfiguration in $KUBE_EDITOR, $EDITOR or vi
   kubectl kubeadmcfg edit
@@ -49,7 +55,10 @@ const editExample = `  # Edit the ClusterConfiguration in $KUBE_EDITOR, $EDITOR 
   KUBE_EDITOR="code --wait" kubectl kubeadmcfg edit --diff
 
   # Write even if kubeadm would reject the result, listing the problems
-  kubectl kubeadmcfg edit --validate=warn`
+  kubectl kubeadmcfg edit --validate=warn
+
+  # Edit, then carry the result to the control-plane nodes, pausing after the first
+  kubectl kubeadmcfg edit --rollout --canary 1`
 
 // Options edit the ClusterConfiguration in an editor.
 type Options struct {
@@ -57,21 +66,23 @@ type Options struct {
 	Write   *cmdutil.WriteFlags
 	Backup  *cmdutil.BackupFlags
 	Print   *cmdutil.PrintFlags
+	Rollout *cmdutil.RolloutFlags
 	// Editor opens the file; Complete chooses it from the environment.
 	Editor cmdutil.Editor
 	// Interactive reopens the editor on a problem instead of failing;
 	// Complete sets it when stdin and stdout are terminals.
 	Interactive bool
 
-	engine *engine.Engine
-	server string
+	engine   *engine.Engine
+	operator *rollout.Operator // with --rollout
+	server   string
 	genericiooptions.IOStreams
 }
 
 // NewOptions returns options with defaults.
 func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
 	return &Options{Cluster: cluster, Write: cmdutil.NewWriteFlags(), Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(),
-		IOStreams: streams}
+		Rollout: cmdutil.NewRolloutFlags(), IOStreams: streams}
 }
 
 // NewCmdEdit builds the edit command.
@@ -97,13 +108,15 @@ func NewCmdEdit(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStream
 func (o *Options) AddFlags(cmd *cobra.Command) {
 	o.Write.AddFlags(cmd)
 	o.Backup.AddFlags(cmd, true)
+	o.Rollout.AddFlags(cmd, true)
 	o.Print.AddFlags(cmd)
 }
 
 // Complete chooses the editor, finds out whether a user is at a terminal,
 // and builds the write pipeline.
-func (o *Options) Complete(_ *cobra.Command, _ []string) error {
+func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	o.Write.Complete()
+	o.Rollout.Complete(cmd)
 	if err := o.Print.Complete(); err != nil {
 		return err
 	}
@@ -115,6 +128,9 @@ func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 	}
 	o.server = c.Server
 	o.engine = o.Write.ToEngine(c, o.Cluster, o.Backup.Hook(c.Server, backup.ReasonBeforeEdit))
+	if o.Rollout.Rollout {
+		o.operator = cmdutil.NewOperator(c, o.Cluster, o.Write.RetryFlags, o.engine, o.Rollout.StaleAfter)
+	}
 	return nil
 }
 
@@ -124,6 +140,9 @@ func (o *Options) Validate() error {
 		return exitcode.Usagef("no editor to run: set KUBE_EDITOR or EDITOR")
 	}
 	if err := o.Write.ValidateFlags(); err != nil {
+		return err
+	}
+	if err := o.Rollout.Validate(); err != nil {
 		return err
 	}
 	return o.Backup.Validate()

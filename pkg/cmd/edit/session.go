@@ -13,6 +13,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
 // One edit, round by round: the editor opens, the text is checked, and it
@@ -21,6 +22,12 @@ import (
 // Run opens the editor until the text is written, cancelled, or (when not
 // interactive) refused.
 func (o *Options) Run(ctx context.Context) error {
+	// The rollout's checks come before the editor opens: no edit is lost
+	// to a rollout that could not start.
+	plan, err := o.Rollout.Plan(ctx, o.operator)
+	if err != nil {
+		return err
+	}
 	t := o.engine.Target()
 	cm, err := o.engine.Get(ctx)
 	if err != nil {
@@ -41,13 +48,13 @@ func (o *Options) Run(ctx context.Context) error {
 	if err := f.Close(); err != nil {
 		return exitcode.Failuref("create the file to edit: %w", err)
 	}
-	s := &editSession{o: o, file: f.Name(), base: base, rv: cm.ResourceVersion}
+	s := &editSession{o: o, file: f.Name(), base: base, rv: cm.ResourceVersion, plan: plan}
 	s.given = append(s.header(nil), raw...)
 	err = s.loop(ctx)
-	if err != nil {
+	if err != nil && !s.written {
 		return exitcode.WithHint(err, "your text is kept in "+s.file)
 	}
-	return nil
+	return err
 }
 
 // editSession is one edit: the version the user's text started from, and
@@ -63,6 +70,11 @@ type editSession struct {
 	given   []byte
 	invalid bool
 	merged  bool
+	// plan is the rollout to start after the write (--rollout); written is
+	// true once the text is written, so a later error (the rollout's) keeps
+	// no file.
+	plan    *cmdutil.RolloutPlan
+	written bool
 }
 
 func (s *editSession) loop(ctx context.Context) error {
@@ -200,8 +212,9 @@ func (s *editSession) write(ctx context.Context, edit clusterconfig.Edit, text [
 		fmt.Fprintf(o.ErrOut, "nothing was written; your text is kept in %s\n", s.file)
 	} else {
 		_ = os.Remove(s.file) // written or cancelled: nothing to keep
+		s.written = true
 	}
-	return true, cmdutil.PrintWrite(o.IOStreams, o.Print, out.WriteResult, out)
+	return true, cmdutil.FinishWrite(ctx, o.IOStreams, o.Print, s.plan, res, rollout.SourceEdit, out.WriteResult, out)
 }
 
 // cancel reports a cancelled edit; keep leaves the file in place.
@@ -216,7 +229,15 @@ func (s *editSession) cancel(summary string, keep bool) error {
 	} else {
 		_ = os.Remove(s.file) // written or cancelled: nothing to keep
 	}
-	return cmdutil.PrintWrite(s.o.IOStreams, s.o.Print, out.WriteResult, out)
+	if s.plan != nil {
+		t := s.o.operator.Record.Target()
+		out.Rollout = &cmdutil.RolloutResult{Record: t.Namespace + "/" + t.Name, NotStarted: "the edit was cancelled"}
+	}
+	if err := cmdutil.PrintWrite(s.o.IOStreams, s.o.Print, out.WriteResult, out); err != nil || s.plan == nil || !s.o.Print.Human() {
+		return err
+	}
+	_, err := fmt.Fprintln(s.o.Out, "no rollout started: the edit was cancelled")
+	return err
 }
 
 // header is the comment block at the top of the file, with notes (problems

@@ -18,6 +18,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
 const patchLong = `Edit fields of the ClusterConfiguration in the kubeadm-config ConfigMap.
@@ -37,7 +38,15 @@ of v1beta4 and v1 (appending it when absent). The same holds for
 controllerManager, scheduler and etcd.local.
 
 --set parses VALUE as YAML (30, true, [a,b], {k: v}) except where the field
-holds a string, such as an argument value; --set-string always stores text.`
+holds a string, such as an argument value; --set-string always stores text.
+
+With --rollout the write and its rollout are one step: the rollout's checks
+run first (no other rollout active, every control-plane node's components
+Ready and its agent alive), and nothing is written when they fail (exit 4);
+then the document is written, and a rollout of exactly the bytes written
+starts, taking every control-plane node to it one at a time (see 'rollout
+start' for --nodes, --canary, --try and --wait). With --dry-run the checks
+run and nothing is started.`
 
 const patchExample = `  # Set an API server argument (stored as the string "false")
   kubectl kubeadmcfg patch --set apiServer.extraArgs.profiling=false
@@ -52,7 +61,10 @@ const patchExample = `  # Set an API server argument (stored as the string "fals
   kubectl kubeadmcfg patch --type json -p '[{"op":"test","path":"/clusterName","value":"prod"},{"op":"replace","path":"/imageRepository","value":"registry.example.com"}]'
 
   # Write only from the node that holds the controller-manager lease
-  kubectl kubeadmcfg patch --if-leader kube-system/kube-controller-manager --set apiServer.extraArgs.v=2`
+  kubectl kubeadmcfg patch --if-leader kube-system/kube-controller-manager --set apiServer.extraArgs.v=2
+
+  # Change a flag and carry it to every control-plane node, one at a time, until done
+  kubectl kubeadmcfg patch --set apiServer.extraArgs.audit-log-maxage=7 --rollout --wait`
 
 // editKind is one kind of edit flag.
 type editKind string
@@ -92,20 +104,22 @@ type Options struct {
 	Write       *cmdutil.WriteFlags
 	Backup      *cmdutil.BackupFlags
 	Print       *cmdutil.PrintFlags
+	Rollout     *cmdutil.RolloutFlags
 	PatchType   string
 	WriteConfig string
 	// Args are the edit flags as given; Complete parses them into Edits.
 	Args  []editArg
 	Edits clusterconfig.Edits
 
-	engine *engine.Engine
+	engine   *engine.Engine
+	operator *rollout.Operator // with --rollout
 	genericiooptions.IOStreams
 }
 
 // NewOptions returns options with defaults.
 func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
 	return &Options{Cluster: cluster, Write: cmdutil.NewWriteFlags(), Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(),
-		PatchType: "merge", IOStreams: streams}
+		Rollout: cmdutil.NewRolloutFlags(), PatchType: "merge", IOStreams: streams}
 }
 
 // NewCmdPatch builds the patch command.
@@ -140,16 +154,18 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.WriteConfig, "write-config", o.WriteConfig, "After a successful patch, also write the resulting ClusterConfiguration to this file (atomic, 0600)")
 	o.Write.AddFlags(cmd)
 	o.Backup.AddFlags(cmd, true)
+	o.Rollout.AddFlags(cmd, true)
 	o.Print.AddFlags(cmd)
 }
 
 // Complete parses the edits, once, into values of the document model, then
 // builds the write pipeline.
-func (o *Options) Complete(_ *cobra.Command, _ []string) error {
+func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	if err := o.parseEdits(); err != nil {
 		return err
 	}
 	o.Write.Complete()
+	o.Rollout.Complete(cmd)
 	if err := o.Print.Complete(); err != nil {
 		return err
 	}
@@ -158,6 +174,9 @@ func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 		return err
 	}
 	o.engine = o.Write.ToEngine(c, o.Cluster, o.Backup.Hook(c.Server, backup.ReasonBeforePatch))
+	if o.Rollout.Rollout {
+		o.operator = cmdutil.NewOperator(c, o.Cluster, o.Write.RetryFlags, o.engine, o.Rollout.StaleAfter)
+	}
 	return nil
 }
 
@@ -214,27 +233,39 @@ func (o *Options) Validate() error {
 	if err := o.Write.ValidateFlags(); err != nil {
 		return err
 	}
+	if err := o.Rollout.Validate(); err != nil {
+		return err
+	}
 	return o.Backup.Validate()
 }
 
-// Budget bounds the whole command by --timeout.
-func (o *Options) Budget() time.Duration { return o.Write.Timeout }
+// Budget bounds the whole command by --timeout (a wait for the rollout only
+// when --timeout is given).
+func (o *Options) Budget() time.Duration { return o.Rollout.Budget(o.Write.Timeout) }
 
-// Run writes the edits through the engine and reports the outcome.
+// Run checks the rollout when there is one, writes the edits through the
+// engine, reports the outcome, and starts the rollout of what was written.
 func (o *Options) Run(ctx context.Context) error {
+	plan, err := o.Rollout.Plan(ctx, o.operator)
+	if err != nil {
+		return err
+	}
 	res, err := o.engine.UpdateDocument(ctx, o.Edits...)
 	if err != nil {
 		return err
 	}
 	t := o.engine.Target()
 	out := cmdutil.NewWriteResult(t, res, "patched", o.Write.Diff, "edited/"+t.Key)
-	if err := cmdutil.PrintWrite(o.IOStreams, o.Print, out, out); err != nil {
-		return err
-	}
+	// The rollout's error, if any, wins: the copy's is then a warning.
+	rolloutErr := cmdutil.FinishWrite(ctx, o.IOStreams, o.Print, plan, res, rollout.SourcePatch, out, out)
 	if o.WriteConfig != "" && !res.Skipped && res.DryRun == engine.DryRunNone {
 		if err := backup.WriteFile(o.WriteConfig, res.After); err != nil {
-			return fmt.Errorf("the cluster was written, but not the --write-config copy: %w", err)
+			err = fmt.Errorf("the cluster was written, but not the --write-config copy: %w", err)
+			if rolloutErr == nil {
+				return err
+			}
+			cmdutil.PrintWarnings(o.ErrOut, []string{err.Error()})
 		}
 	}
-	return nil
+	return rolloutErr
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/cmdtest"
@@ -48,7 +49,24 @@ func TestPatchValidate(t *testing.T) {
 		{"kubeadm-version", patch(func(o *Options) { o.Write.KubeadmVersion = "latest" }),
 			`--kubeadm-version: want a version such as v1.37.2, not "latest"`},
 		{"keep", patch(func(o *Options) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
+		{"rollout", withArgs(t, patch(func(*Options) {}), "--rollout", "--canary", "1", "--try", "1m", "--wait"), ""},
+		{"rollout flags without --rollout", withArgs(t, patch(func(*Options) {}), "--nodes", "cp-0", "--try", "1m"),
+			"--nodes, --try only go with --rollout"},
+		{"rollout canary", withArgs(t, patch(func(*Options) {}), "--rollout", "--canary", "-1"), "--canary must be at least 0, not -1"},
 	})
+}
+
+// withArgs binds o's flags to a command and parses args, as cobra does
+// before Complete reads which flags were given.
+func withArgs(t *testing.T, o *Options, args ...string) *Options {
+	t.Helper()
+	cmd := &cobra.Command{Use: "patch"}
+	o.AddFlags(cmd)
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	o.Rollout.Complete(cmd)
+	return o
 }
 
 func TestPatchCompleteParsesEditsOnce(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
 const restoreLong = `Restore a backup to the cluster, or to a kubeadm config file.
@@ -37,7 +38,12 @@ With --to-file the ClusterConfiguration is written to a kubeadm config file
 and the cluster is not touched. With --node-name, --advertise-address and
 --bind-port an InitConfiguration of the same apiVersion is appended, so that
 'kubeadm init phase control-plane all --config FILE' regenerates this node's
-static pods. Per-node values only ever go into that file.`
+static pods. Per-node values only ever go into that file.
+
+With --rollout the restore and its rollout are one step, as for patch: the
+rollout's checks run first, and a rollout of exactly the document restored
+starts after the write, taking every control-plane node back to it one at a
+time (see 'rollout start' for --nodes, --canary, --try and --wait).`
 
 const restoreExample = `  # Restore the newest backup, showing the diff first
   kubectl kubeadmcfg restore --latest
@@ -46,7 +52,10 @@ const restoreExample = `  # Restore the newest backup, showing the diff first
   kubectl kubeadmcfg restore 20261129T191500.123456789Z-kubeadm-config-rv812-1a2b3c4d.yaml --dry-run=server
 
   # Write a kubeadm config file for regenerating this node's static pods
-  kubectl kubeadmcfg restore --latest --to-file ./kubeadm.yaml --node-name controller-0 --advertise-address 192.0.2.10`
+  kubectl kubeadmcfg restore --latest --to-file ./kubeadm.yaml --node-name controller-0 --advertise-address 192.0.2.10
+
+  # Restore the newest backup and carry it to every control-plane node, until done
+  kubectl kubeadmcfg restore --latest --rollout --wait`
 
 // Options restores a backup.
 type Options struct {
@@ -54,6 +63,7 @@ type Options struct {
 	Write   *cmdutil.WriteFlags
 	Backup  *cmdutil.BackupFlags
 	Print   *cmdutil.PrintFlags
+	Rollout *cmdutil.RolloutFlags
 	Latest  bool
 	Force   bool
 	ToFile  string
@@ -64,6 +74,7 @@ type Options struct {
 	nodeFlags   bool // a per-node flag was given
 	bindPortSet bool
 	engine      *engine.Engine
+	operator    *rollout.Operator // with --rollout
 	genericiooptions.IOStreams
 }
 
@@ -76,7 +87,8 @@ type Result struct {
 
 // NewOptions returns options with defaults.
 func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
-	return &Options{Cluster: cluster, Write: cmdutil.NewWriteFlags(), Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(), IOStreams: streams}
+	return &Options{Cluster: cluster, Write: cmdutil.NewWriteFlags(), Backup: cmdutil.NewBackupFlags(), Print: cmdutil.NewPrintFlags(),
+		Rollout: cmdutil.NewRolloutFlags(), IOStreams: streams}
 }
 
 // NewCmdRestore builds the restore command.
@@ -115,6 +127,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	})
 	o.Write.AddFlags(cmd)
 	o.Backup.AddFlags(cmd, true)
+	o.Rollout.AddFlags(cmd, true)
 	o.Print.AddFlags(cmd)
 }
 
@@ -126,6 +139,7 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	}
 	o.nodeFlags, o.bindPortSet = cmdutil.NodeFlagsChanged(cmd), cmd.Flags().Changed("bind-port")
 	o.Write.Complete()
+	o.Rollout.Complete(cmd)
 	if err := o.Print.Complete(); err != nil {
 		return err
 	}
@@ -137,6 +151,9 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	o.engine = o.Write.ToEngine(c, o.Cluster, o.Backup.Hook(c.Server, backup.ReasonBeforeRestore))
+	if o.Rollout.Rollout {
+		o.operator = cmdutil.NewOperator(c, o.Cluster, o.Write.RetryFlags, o.engine, o.Rollout.StaleAfter)
+	}
 	return nil
 }
 
@@ -151,14 +168,21 @@ func (o *Options) Validate() error {
 	if err := cmdutil.ValidateNode(o.Node, o.bindPortSet); err != nil {
 		return err
 	}
+	if o.Rollout.Rollout && o.ToFile != "" {
+		return exitcode.Usagef("--rollout does not go with --to-file: a file is not rolled out to the nodes")
+	}
 	if err := o.Write.ValidateFlags(); err != nil {
+		return err
+	}
+	if err := o.Rollout.Validate(); err != nil {
 		return err
 	}
 	return o.Backup.Validate()
 }
 
-// Budget bounds the whole command by --timeout.
-func (o *Options) Budget() time.Duration { return o.Write.Timeout }
+// Budget bounds the whole command by --timeout (a wait for the rollout only
+// when --timeout is given).
+func (o *Options) Budget() time.Duration { return o.Rollout.Budget(o.Write.Timeout) }
 
 // Run verifies the backup and restores it.
 func (o *Options) Run(ctx context.Context) error {
@@ -171,6 +195,10 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	if o.ToFile != "" {
 		return o.toFile(b)
+	}
+	plan, err := o.Rollout.Plan(ctx, o.operator)
+	if err != nil {
+		return err
 	}
 	res, err := o.engine.ReplaceDocument(ctx, b.Document, func(cm *corev1.ConfigMap) error {
 		if o.Force {
@@ -185,7 +213,7 @@ func (o *Options) Run(ctx context.Context) error {
 		WriteResult: cmdutil.NewWriteResult(o.engine.Target(), res, "restored from "+b.Name, true, "backup/"+b.Name),
 		Restored:    b.Name,
 	}
-	return cmdutil.PrintWrite(o.IOStreams, o.Print, out.WriteResult, out)
+	return cmdutil.FinishWrite(ctx, o.IOStreams, o.Print, plan, res, rollout.SourceRestore, out.WriteResult, out)
 }
 
 // read opens the backup named, or the newest one of the live ConfigMap

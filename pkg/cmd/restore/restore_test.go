@@ -3,6 +3,7 @@ package restore
 import (
 	"testing"
 
+	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/cmdtest"
@@ -36,5 +37,22 @@ func TestRestoreValidate(t *testing.T) {
 			o.Node = clusterconfig.NodeConfig{Name: "controller-0", AdvertiseAddress: "192.0.2.10", BindPort: 6443}
 		}), ""},
 		{"write flags", r(func(o *Options) { o.Write.DryRun = "x" }), `--dry-run must be one of none, client, server, not "x"`},
+		{"rollout", withArgs(t, r(func(*Options) {}), "--rollout", "--wait"), ""},
+		{"rollout to a file", withArgs(t, r(func(o *Options) { o.ToFile = "f" }), "--rollout"),
+			"--rollout does not go with --to-file: a file is not rolled out to the nodes"},
+		{"wait without --rollout", withArgs(t, r(func(*Options) {}), "--wait"), "--wait only goes with --rollout"},
 	})
+}
+
+// withArgs binds o's flags to a command and parses args, as cobra does
+// before Complete reads which flags were given.
+func withArgs(t *testing.T, o *Options, args ...string) *Options {
+	t.Helper()
+	cmd := &cobra.Command{Use: "restore"}
+	o.AddFlags(cmd)
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	o.Rollout.Complete(cmd)
+	return o
 }

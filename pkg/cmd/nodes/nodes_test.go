@@ -1,0 +1,56 @@
+package nodes
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/cmdtest"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
+)
+
+func TestNodesValidate(t *testing.T) {
+	opts := func(mutate func(o *Options)) *Options {
+		o := NewOptions(cmdutil.NewClusterFlags(), genericiooptions.NewTestIOStreamsDiscard())
+		mutate(o)
+		return o
+	}
+	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
+		{"valid", opts(func(*Options) {}), ""},
+		{"stale-after", opts(func(o *Options) { o.StaleAfter = 500 * time.Millisecond }), "--stale-after must be at least 1s, not 500ms"},
+		{"timeout", opts(func(o *Options) { o.Retry.Timeout = 0 }), "--timeout must be positive, not 0s"},
+	})
+}
+
+func TestPrintNodes(t *testing.T) {
+	seen := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+	v := &View{Nodes: []Row{
+		{Name: "cp-0", ControlPlane: true, InSync: rollout.SyncYes, Agent: rollout.AgentStatus{Liveness: rollout.AgentAlive, LastSeen: seen(3 * time.Second),
+			State: &rollout.NodeState{AgentVersion: "v0.4.0", InSync: true, LastKnownGood: "kubeadm-config-rv812"}}},
+		{Name: "cp-1", ControlPlane: true, InSync: rollout.SyncNo, InSyncReason: "kube-apiserver, kube-scheduler",
+			Agent: rollout.AgentStatus{Liveness: rollout.AgentLost, LastSeen: seen(2 * time.Minute), State: &rollout.NodeState{AgentVersion: "v0.4.0"}}},
+		{Name: "cp-2", ControlPlane: true, InSync: rollout.SyncUnknown, InSyncReason: "no agent", Agent: rollout.AgentStatus{Liveness: rollout.AgentNone}},
+		{Name: "old-cp", InSync: rollout.SyncUnknown, InSyncReason: "the agent has published no state", Agent: rollout.AgentStatus{Liveness: rollout.AgentLost}},
+	}}
+	var out bytes.Buffer
+	if err := printNodes(&out, v); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{
+		"NODE                        AGENT  VERSION  IN-SYNC  DIFFERS                           LAST-KNOWN-GOOD       LAST-SEEN",
+		"cp-0                        alive  v0.4.0   yes      -                                 kubeadm-config-rv812  3s ago",
+		"cp-1                        lost   v0.4.0   no       kube-apiserver,kube-scheduler     -                     2m ago",
+		"cp-2                        none   -        unknown  no agent                          -                     -",
+		"old-cp (not control-plane)  lost   -        unknown  the agent has published no state  -                     -",
+		"",
+	}, "\n")
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}

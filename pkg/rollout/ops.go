@@ -1,0 +1,160 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+)
+
+// The operator's side of a rollout: what `rollout start|pause|resume|
+// confirm|undo|status|history`, `nodes` and `patch|edit|restore --rollout`
+// do through the API. The agents do the rest on their nodes.
+
+// Operator carries out an operator's requests on the rollout record, from
+// the API alone: start a rollout after a preflight of the nodes and their
+// agents, pause, resume, confirm and undo it, wait for its end, read it.
+// Every change to the record is one compare-and-swap write through Record
+// (engine.Update with Apply as the Mutate), so each transition's rules are
+// checked against the record actually replaced, and of two operators who
+// race exactly one wins. Each transition is also recorded as an Event on the
+// record, best effort.
+type Operator struct {
+	// Record reads and writes the record's ConfigMap. Build it with
+	// CreateIfMissing, so that the first start creates the record.
+	Record *engine.Engine
+	// Config reads kubeadm-config (its Target.Key names the document), the
+	// document a start pins; an undo writes the previous document back
+	// through it, so its options (backup, validation) are the caller's.
+	Config *engine.Engine
+	// Now is the API server's time (engine.ServerClock's Now): what the
+	// record is stamped with and agents' Leases are judged by. Nil: the
+	// local clock.
+	Now func() time.Time
+	// By names who acts, as the record and its history show it.
+	By string
+	// StaleAfter is how long an agent's Lease may go unrenewed before the
+	// agent is taken for lost (DefaultStaleAfter when zero).
+	StaleAfter time.Duration
+}
+
+// Change is what an operation did to the record.
+type Change struct {
+	// Status is the rollout after the operation (the record's current one).
+	Status *Status
+	// Changed is false when the record already was as asked (a rollout
+	// paused twice): nothing was written.
+	Changed bool
+	// ResourceVersion is the record's resourceVersion after the operation,
+	// where a wait for its end starts watching.
+	ResourceVersion string
+	// Warnings are what went wrong without stopping the operation.
+	Warnings []string
+}
+
+func (o *Operator) now() time.Time {
+	if o.Now == nil {
+		return time.Now()
+	}
+	return o.Now()
+}
+
+func (o *Operator) clock() Clock { return Clock{Now: o.now(), By: o.By} }
+
+func (o *Operator) staleAfter() time.Duration {
+	if o.StaleAfter <= 0 {
+		return DefaultStaleAfter
+	}
+	return o.StaleAfter
+}
+
+// recordName is the record as messages name it.
+func (o *Operator) recordName() string {
+	t := o.Record.Target()
+	return t.Namespace + "/" + t.Name
+}
+
+// Read returns the record and the ConfigMap that holds it. A record never
+// written is the empty Record with a nil ConfigMap; a damaged one is an
+// error with exit code 3 that wraps a *DamagedError.
+func (o *Operator) Read(ctx context.Context) (*Record, *corev1.ConfigMap, error) {
+	cm, err := o.Record.Get(ctx)
+	if exitcode.FromError(err) == exitcode.NotFound {
+		return &Record{}, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := FromConfigMap(cm)
+	return r, cm, err
+}
+
+// Current returns the record's current (or last) rollout; none recorded is
+// ErrNoRollout with exit code 5, naming where it was looked for.
+func (o *Operator) Current(ctx context.Context) (*Status, *Record, *corev1.ConfigMap, error) {
+	r, cm, err := o.Read(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if r.Status == nil {
+		return nil, r, cm, o.noRollout()
+	}
+	return r.Status, r, cm, nil
+}
+
+func (o *Operator) noRollout() error {
+	return exitcode.New(exitcode.NotFound, fmt.Errorf("%w in configmap %s", ErrNoRollout, o.recordName()))
+}
+
+// transition runs change on the record in one compare-and-swap write and
+// records event as an Event on it when the record changed. change may be
+// run more than once, on ever newer copies of the record.
+func (o *Operator) transition(ctx context.Context, change func(r *Record) (bool, error), event func(s *Status) (reason, message string)) (*Change, error) {
+	var after *Record
+	res, err := o.Record.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
+		r, changed, err := Apply(cm, change)
+		after = r
+		return changed, err
+	})
+	if err != nil {
+		if errors.Is(err, ErrNoRollout) && exitcode.FromError(err) == exitcode.NotFound {
+			return nil, o.noRollout()
+		}
+		return nil, err
+	}
+	out := &Change{Changed: res.Changed}
+	if after != nil {
+		out.Status = after.Status
+	}
+	if res.New != nil {
+		out.ResourceVersion = res.New.ResourceVersion
+	}
+	if res.Changed && res.New != nil && out.Status != nil && event != nil {
+		reason, message := event(out.Status)
+		out.Warnings = append(out.Warnings, o.event(ctx, res.New, corev1.EventTypeNormal, reason, message)...)
+	}
+	return out, nil
+}
+
+// event records a transition on the record, best effort: an Event is a
+// record for people, and the transition stands without it.
+func (o *Operator) event(ctx context.Context, cm *corev1.ConfigMap, eventType, reason, message string) []string {
+	if err := o.Record.Event(ctx, cm, eventType, reason, message); err != nil {
+		return []string{"the transition was recorded, but not its Event: " + err.Error()}
+	}
+	return nil
+}
+
+// Short is a document hash as tables show it: the first 12 hex digits.
+func Short(hash string) string {
+	const n = len("sha256:") + 12
+	if len(hash) > n {
+		return hash[:n]
+	}
+	return hash
+}

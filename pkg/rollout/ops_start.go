@@ -1,0 +1,47 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+)
+
+// Start pins the live document of kubeadm-config, byte for byte with its
+// resourceVersion, and starts a rollout of it over spec's nodes, once
+// Preflight passes. The nodes' previous document is the record's last
+// successful target, when there is one. spec's target fields are ignored.
+func (o *Operator) Start(ctx context.Context, spec Spec) (*Change, error) {
+	spec, err := o.Preflight(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := o.Config.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := engine.DocumentOf(cm, o.Config.Target())
+	if err != nil {
+		return nil, err
+	}
+	spec.Target, spec.TargetResourceVersion, spec.Source = []byte(doc), cm.ResourceVersion, SourceLive
+	spec.Previous, spec.PreviousResourceVersion = nil, ""
+	return o.StartPinned(ctx, spec)
+}
+
+// StartPinned starts the rollout of spec as it is: its target (and previous)
+// document already pinned, its nodes already checked by Preflight. It is the
+// second half of a write followed by a rollout (patch --rollout): Preflight
+// before the write, StartPinned with the bytes written after it. The record
+// is written with compare-and-swap and created when missing, so of two
+// starts that race exactly one wins; the other is refused (exit 4) naming
+// the winner.
+func (o *Operator) StartPinned(ctx context.Context, spec Spec) (*Change, error) {
+	return o.transition(ctx, func(r *Record) (bool, error) {
+		return true, r.Start(o.clock(), spec)
+	}, func(s *Status) (string, string) {
+		return "RolloutStarted", fmt.Sprintf("rollout %d started by %s: %s (%s, resourceVersion %s) over %s",
+			s.ID, s.StartedBy, Short(s.Target.Hash), s.Target.Source, s.Target.ResourceVersion, strings.Join(s.Order, ", "))
+	})
+}
