@@ -116,14 +116,7 @@ func (a *Agent) turn(ctx context.Context, r *Record) {
 // changed, the API unreachable, an upgrade in progress, the turn taken
 // back) and is tried again on the next change or resync.
 func (a *Agent) notBegun(ctx context.Context, s *Status, err error) {
-	var stage *reconfigure.StageError
-	var kubeadm *controlplane.KubeadmError
-	var busy *reconfigure.EtcdBusyError
-	final := errors.As(err, &stage) && (stage.Stage == reconfigure.StagePlan || stage.Stage == reconfigure.StageDiscover ||
-		stage.Stage == reconfigure.StageVersion || stage.Stage == reconfigure.StageRender && errors.As(err, &kubeadm) ||
-		stage.Stage == reconfigure.StageEtcd && !errors.As(err, &busy) && !errors.Is(err, engine.ErrUnreachable)) ||
-		exitcode.FromError(err) == exitcode.Invalid
-	if !final {
+	if !endsTurn(err) {
 		if msg := exitcode.Message(err); msg != a.lastTurnErr {
 			a.lastTurnErr = msg
 			a.logErr(err, true, "TurnDeferred", fmt.Sprintf("node %s cannot take its turn in %s %d yet: %s; trying again on the next change or within %s",
@@ -146,6 +139,29 @@ func (a *Agent) notBegun(ctx context.Context, s *Status, err error) {
 	}
 	a.event(ctx, cm, false, "NodeStarted", fmt.Sprintf("node %s started its turn in %s %d", a.cfg.Node.Name, s.Kind, s.ID))
 	a.eventErr(ctx, cm, err, true, string("Node"+NodeRolledBack), fmt.Sprintf("node %s failed before changing anything: %s", a.cfg.Node.Name, o.Message))
+}
+
+// endsTurn reports whether a run that stopped before the node changed
+// fails the node (see notBegun), rather than being tried again.
+func endsTurn(err error) bool {
+	var stage *reconfigure.StageError
+	var kubeadm *controlplane.KubeadmError
+	var busy *reconfigure.EtcdBusyError
+	if exitcode.FromError(err) == exitcode.Invalid {
+		return true
+	}
+	if !errors.As(err, &stage) {
+		return false
+	}
+	switch stage.Stage {
+	case reconfigure.StagePlan, reconfigure.StageDiscover, reconfigure.StageVersion:
+		return true
+	case reconfigure.StageRender:
+		return errors.As(err, &kubeadm)
+	case reconfigure.StageEtcd:
+		return !errors.As(err, &busy) && !errors.Is(err, engine.ErrUnreachable)
+	}
+	return false
 }
 
 // outcomeOf is how a run that began ended: Updated or Unchanged when it
