@@ -42,9 +42,10 @@ func TestEtcdReconfigure(t *testing.T) {
 		{"a joined member with nothing changed is unchanged", etcdUnchanged},
 		{"an etcd.local change shows as drift of every member", etcdDrift},
 		{"a member down beforehand: refused with exit 4 naming it, nothing changed", etcdMemberDown},
-		{"the change reaches every member one at a time; writes never fail longer than one member restart", etcdEveryMember},
+		{"no member changes while another holds the etcd lock; the change reaches every member one at a time, and writes never fail longer than one member restart", etcdEveryMember},
 		{"the snapshot taken before a change restores with etcdutl and holds kubeadm-config", etcdSnapshotRestores},
 		{"a flag etcd refuses: the first member rolls back (exit 8), the others untouched", etcdBadFlag},
+		{"with an agent on every node: nodes shows etcd drift, and a rollout changes every member one at a time", etcdRollout},
 	}
 	for _, step := range steps {
 		if !t.Run(step.name, func(t *testing.T) { step.run(t, c) }) {

@@ -12,8 +12,11 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
 )
 
 // The steps of TestEtcdReconfigure, in the order they run.
@@ -82,11 +85,10 @@ func etcdMemberDown(t *testing.T, c *etcdCluster) {
 		return nil
 	})
 	before := c.allManifests(t)
-	// The load balancer has no health checks: a run whose connection it
-	// sends to cp-2's API server, which has no storage, cannot read
-	// kubeadm-config before its timeout (as a real load balancer checking
-	// /readyz would not let happen). Such a run is tried again: it too
-	// must change nothing.
+	// The load balancer checks /readyz twice a second: a run that starts
+	// before it marked cp-2's API server, which has no storage, down may
+	// be sent there and not read kubeadm-config before its timeout. Such a
+	// run is tried again: it too must change nothing.
 	var r result
 	for attempt := 1; ; attempt++ {
 		r = c.reconfigure(t, c.order[1], "-o", "json") // no progress: stderr is the error alone
@@ -110,11 +112,14 @@ func etcdMemberDown(t *testing.T, c *etcdCluster) {
 	c.wantEtcdUpdates(t, nil)
 }
 
-// etcdEveryMember: cp-0 and cp-1 are reconfigured at once, as two people
-// might; one changes its member, the other is refused (exit 4) while it
-// does, and is run again; then cp-2. All the while a client writes to the
-// API every 200ms, and etcd's own status is watched.
+// etcdEveryMember: while someone else holds the etcd lock, no member is
+// changed (exit 4, naming the holder). Then cp-0 and cp-1 are
+// reconfigured at once, as two people might: their members change one
+// after the other (the second waits for the lock, or is refused while the
+// first holds it and is run again); then cp-2. All the while a client
+// writes to the API every 200ms, and etcd's own status is watched.
 func etcdEveryMember(t *testing.T, c *etcdCluster) {
+	c.heldLock(t)
 	ids := c.memberIDs(t)
 	watch := watchEtcd(t, c.Nodes.Nodes)
 	writer := startWriter(t, c.Kubeconfig)
@@ -135,31 +140,28 @@ func etcdEveryMember(t *testing.T, c *etcdCluster) {
 		}()
 	}
 	wg.Wait()
-	var refused *testNode
 	healthyAfter := map[string]time.Duration{}
+	next := []*testNode{c.order[2]}
 	for _, n := range c.order[:2] {
 		r := results[n.Name]
-		switch r.code {
-		case 0:
+		switch {
+		case r.code == 0:
 			_, replaced, _, took := decodeEtcdResult(t, r).component(t, "etcd")
 			if !replaced {
 				t.Errorf("%s: its member was not replaced: %s", n.Name, r)
 			}
 			healthyAfter[n.Name] = took
-		case 4:
-			if !strings.Contains(r.stderr, "another etcd member is being changed") || refused != nil {
-				t.Errorf("%s: %s", n.Name, r)
-			}
-			refused = n
+		case r.code == 4 && strings.Contains(r.stderr, "another etcd member is being changed"):
+			t.Logf("%s was refused while the other member changed", n.Name)
+			next = append([]*testNode{n}, next...)
 		default:
 			t.Fatalf("%s: %s", n.Name, r)
 		}
 	}
-	if refused == nil {
-		t.Fatalf("both members were changed at once: %v", results)
+	if len(next) > 2 {
+		t.Fatalf("both were refused: %v", results)
 	}
-	t.Logf("%s was refused while the other member changed", refused.Name)
-	for _, n := range []*testNode{refused, c.order[2]} {
+	for _, n := range next {
 		r := c.reconfigure(t, n, "-o", "json")
 		wantExit(t, r, 0)
 		_, _, _, healthyAfter[n.Name] = decodeEtcdResult(t, r).component(t, "etcd")
@@ -170,14 +172,14 @@ func etcdEveryMember(t *testing.T, c *etcdCluster) {
 	writes := writer.stopAndGet()
 
 	// etcd's own view: never two members down, the member list whole, and
-	// every member seen down once (the watch saw each restart).
+	// every member seen down (the watch saw each restart).
 	t.Logf("etcd: %s", verdict)
 	if verdict.minUp < 2 || verdict.minListed != 3 {
 		t.Errorf("quorum was at risk: %s", verdict)
 	}
 	for _, n := range c.order {
-		if len(verdict.down[n.Name]) != 1 {
-			t.Errorf("%s's member was down %d times, want once (its restart): %s", n.Name, len(verdict.down[n.Name]), verdict)
+		if len(verdict.down[n.Name]) == 0 {
+			t.Errorf("%s's member was never seen down: its restart was missed: %s", n.Name, verdict)
 		}
 	}
 	// The writer: no write failed for longer than one member's change.
@@ -207,6 +209,17 @@ func etcdEveryMember(t *testing.T, c *etcdCluster) {
 	c.wantEtcdUpdates(t, map[string]int{"cp-0": 1, "cp-1": 1, "cp-2": 1})
 	c.wantUpdates(t, nil)
 	c.wantNoLock(t)
+	// As the runners saw it: each member's new manifest was picked up only
+	// once the one before it ran healthy.
+	for i, a := range c.order {
+		for _, b := range c.order[i+1:] {
+			sa, sb := a.Runner.Stats("etcd"), b.Runner.Stats("etcd")
+			if sa.Updated.Before(sb.Updated) && !sb.Updated.After(sa.ReadySince) || sb.Updated.Before(sa.Updated) && !sa.Updated.After(sb.ReadySince) {
+				t.Errorf("the members of %s and %s restarted together: %s replaced at %s, ready at %s; %s replaced at %s, ready at %s",
+					a.Name, b.Name, a.Name, sa.Updated, sa.ReadySince, b.Name, sb.Updated, sb.ReadySince)
+			}
+		}
+	}
 	for _, n := range c.order {
 		if lg := n.lastKnownGood(t); !strings.Contains(lg, "snapshot-count") {
 			t.Errorf("%s: the last known good is not the document applied:\n%s", n.Name, lg)
@@ -261,7 +274,7 @@ func etcdBadFlag(t *testing.T, c *etcdCluster) {
 	backup := c.patch(t, n, "--set", "etcd.local.extraArgs.no-such-flag=1")
 	defer c.restore(t, n, backup)
 	watch := watchEtcd(t, c.Nodes.Nodes)
-	r := c.reconfigure(t, n, "--no-etcd-snapshot", "-o", "json")
+	r := c.reconfigure(t, n, "--no-etcd-snapshot", "--wait", "2m", "-o", "json") // the crash loop ends the wait long before
 	verdict := judge(watch.names, watch.stopAndGet())
 	if r.code != 8 {
 		t.Fatalf("want exit 8, got %s", r)
@@ -287,6 +300,53 @@ func etcdBadFlag(t *testing.T, c *etcdCluster) {
 	}
 	c.wantNoLock(t)
 	c.waitMembersUp(t)
+}
+
+// heldLock: with the etcd lock held by another holder that renews it (an
+// agent's turn on cp-2, say), reconfigure on cp-0 is refused with exit 4
+// naming it, and changes nothing.
+func (c *etcdCluster) heldLock(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	leases := c.client.CoordinationV1().Leases("kube-system")
+	holder, seconds := "agent/cp-2/e2e", int32(60)
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: reconfigure.EtcdLockLease, Labels: map[string]string{reconfigure.EtcdLockLabel: "cp-2"}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds},
+	}
+	if _, err := leases.Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	renewing := make(chan struct{})
+	go func() { // the holder renews
+		defer close(renewing)
+		for ctx.Err() == nil {
+			if l, err := leases.Get(ctx, reconfigure.EtcdLockLease, metav1.GetOptions{}); err == nil {
+				now := metav1.NowMicro()
+				l.Spec.RenewTime = &now
+				_, _ = leases.Update(ctx, l, metav1.UpdateOptions{})
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	before := c.allManifests(t)
+	r := c.reconfigure(t, c.order[0], "-o", "json")
+	cancel()
+	<-renewing
+	if err := leases.Delete(context.Background(), reconfigure.EtcdLockLease, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wantExit(t, r, 4)
+	if want := "another etcd member is being changed (on node cp-2, by agent/cp-2/e2e"; !strings.Contains(r.stderr, want) {
+		t.Errorf("the refusal does not say %q: %s", want, r)
+	}
+	c.wantManifests(t, before)
+	if snaps := c.snapshots(t, c.order[0]); len(snaps) != 0 {
+		t.Errorf("a snapshot was written: %v", snaps)
+	}
 }
 
 // memberIDs maps the member names to their IDs.

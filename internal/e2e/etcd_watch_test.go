@@ -38,10 +38,11 @@ type etcdWatch struct {
 // etcdSample is one look at the cluster.
 type etcdSample struct {
 	at time.Time
-	// up: the member answered its status, with a leader and no error.
-	up map[string]bool
-	// listed is how many started voting members the member list had (0
-	// when no member answered it).
+	// up: the member answered its status, without error; led: and it
+	// had a leader (not during an election).
+	up, led map[string]bool
+	// listed is how many started voting members the member list had, as
+	// the members that answered it said (-1 when none did).
 	listed int
 }
 
@@ -74,30 +75,33 @@ func watchEtcd(t *testing.T, nodes []*testcluster.Node) *etcdWatch {
 }
 
 func (w *etcdWatch) look(clients map[string]*clientv3.Client) {
-	s := etcdSample{at: time.Now(), up: map[string]bool{}}
+	s := etcdSample{at: time.Now(), up: map[string]bool{}, led: map[string]bool{}, listed: -1}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for name, cli := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			defer cancel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			st, err := cli.Status(ctx, cli.Endpoints()[0])
-			up := err == nil && st.Leader != 0 && len(st.Errors) == 0
-			listed := 0
+			cancel()
+			up := err == nil && len(st.Errors) == 0
+			listed := -1
 			if up {
-				if list, err := cli.MemberList(ctx); err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				if list, err := cli.MemberList(ctx, clientv3.WithSerializable()); err == nil {
+					listed = 0
 					for _, m := range list.Members {
 						if !m.IsLearner && len(m.ClientURLs) > 0 {
 							listed++
 						}
 					}
 				}
+				cancel()
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			s.up[name] = up
+			s.up[name], s.led[name] = up, up && st.Leader != 0
 			s.listed = max(s.listed, listed)
 		}()
 	}
@@ -134,8 +138,10 @@ func (w *etcdWatch) stopAndGet() []etcdSample {
 type etcdVerdict struct {
 	samples int
 	// minUp is the fewest members up at once, minListed the fewest
-	// started voting members the member list had.
-	minUp, minListed int
+	// started voting members the member list had (looks where no member
+	// answered it aside: unlisted counts them); leaderless counts the
+	// looks where no member had a leader (an election).
+	minUp, minListed, unlisted, leaderless int
 	// down is, per member, every stretch it was not up, in order.
 	down map[string][]time.Duration
 }
@@ -144,6 +150,18 @@ func judge(names []string, samples []etcdSample) etcdVerdict {
 	v := etcdVerdict{samples: len(samples), minUp: len(names), minListed: len(names), down: map[string][]time.Duration{}}
 	since := map[string]time.Time{}
 	for _, s := range samples {
+		if s.listed < 0 {
+			v.unlisted++
+		} else {
+			v.minListed = min(v.minListed, s.listed)
+		}
+		led := false
+		for _, n := range names {
+			led = led || s.led[n]
+		}
+		if !led {
+			v.leaderless++
+		}
 		up := 0
 		for _, n := range names {
 			switch {
@@ -158,7 +176,6 @@ func judge(names []string, samples []etcdSample) etcdVerdict {
 			}
 		}
 		v.minUp = min(v.minUp, up)
-		v.minListed = min(v.minListed, s.listed)
 	}
 	for _, n := range names {
 		if !since[n].IsZero() {
@@ -169,7 +186,8 @@ func judge(names []string, samples []etcdSample) etcdVerdict {
 }
 
 func (v etcdVerdict) String() string {
-	return fmt.Sprintf("%d looks: at least %d members up and %d listed at every look; down stretches %v", v.samples, v.minUp, v.minListed, v.down)
+	return fmt.Sprintf("%d looks: at least %d members up and %d listed at every look (%d looks without a member list, %d without a leader); down stretches %v",
+		v.samples, v.minUp, v.minListed, v.unlisted, v.leaderless, v.down)
 }
 
 // apiWriter patches kube-system/kubeadm-config (an annotation) every 200ms
