@@ -16,11 +16,15 @@ if [[ -n "${unformatted}" ]]; then
 	exit 1
 fi
 
-step go vet
-go vet ./...
-
-step golangci-lint
-"$(hack/tools.sh golangci-lint)" run ./...
+# The modules beside the plugin's that hold code of their own (the command
+# reference and the release image) are held to the same checks.
+lint="$(hack/tools.sh golangci-lint)"
+for mod in . hack/tools/docs hack/tools/release; do
+	step "go vet (${mod})"
+	(cd "${mod}" && go vet ./...)
+	step "golangci-lint (${mod})"
+	(cd "${mod}" && "${lint}" run ./...)
+done
 
 step "go mod tidy leaves no diff"
 for mod in . hack/tools hack/tools/kubeadm-1.36 hack/tools/lint hack/tools/release hack/tools/docs; do

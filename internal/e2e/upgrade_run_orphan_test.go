@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -268,4 +269,32 @@ func TestUpgradeRunRetryAfterUpgradeFailWaitsForTheFirst(t *testing.T) {
 	if r.stdout != "second ran\n" || e.planStatus().State != "downloaded-images" {
 		t.Fatalf("the retry: %s", r)
 	}
+}
+
+// TestUpgradeRunOutlivesAReaderThatHasGone: a runner whose output goes to a
+// pipe nobody reads any more (`upgrade-run ... 2>&1 | head -1`, the reader
+// already gone) used to die of SIGPIPE at its first line: after moving the
+// upgrade into the step, before COMMAND ran, leaving the step in progress
+// for the audit. It now runs COMMAND and records the outcome; COMMAND
+// itself still gets SIGPIPE as any process writing to such a pipe does.
+func TestUpgradeRunOutlivesAReaderThatHasGone(t *testing.T) {
+	e := newEnv(t)
+	wantExit(t, e.plugin("upgrade-start", "--to", "v1.37.3"), 0)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Close()
+	cmd := exec.Command("kubectl", e.withConnection(testcluster.AdminContext,
+		[]string{"kubeadmcfg", "upgrade-run", "downloading-images", "--", "sh", "-c", "sleep 1"})...)
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Run()
+	_ = w.Close()
+	if err != nil {
+		t.Fatalf("upgrade-run writing to a pipe without a reader: %v", err)
+	}
+	if st := e.planStatus(); st.State != "downloaded-images" || len(st.Runners) != 0 {
+		t.Fatalf("after a run whose reader had gone: %+v", st)
+	}
+	e.wantNoHeartbeatLeases()
 }

@@ -24,13 +24,26 @@ func writeComment(b *strings.Builder, text string) {
 }
 
 // stripComments drops the lines that start with '#', as kubectl edit
-// ignores them.
+// ignores them: what is left is what the user changed, or not.
 func stripComments(text []byte) []byte {
+	return commentLines(text, nil)
+}
+
+// blankComments empties the lines that start with '#' and keeps every
+// line where it was, so that a parse error names the line of the file the
+// editor showed.
+func blankComments(text []byte) []byte {
+	return commentLines(text, []byte("\n"))
+}
+
+// commentLines replaces every line that starts with '#' by with.
+func commentLines(text, with []byte) []byte {
 	var out [][]byte
 	for _, line := range bytes.SplitAfter(text, []byte("\n")) {
-		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
-			out = append(out, line)
+		if bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
+			line = with
 		}
+		out = append(out, line)
 	}
 	return bytes.Join(out, nil)
 }

@@ -110,7 +110,7 @@ func (s *editSession) loop(ctx context.Context) error {
 		case unchanged && !s.merged:
 			return s.cancel("edit cancelled, no changes made", false)
 		}
-		doc, edit, problems := s.check(body)
+		doc, edit, problems := s.check(blankComments(text))
 		if problems != nil {
 			if err := s.reopen(problems, text); err != nil {
 				return err

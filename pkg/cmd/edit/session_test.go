@@ -91,3 +91,35 @@ func TestEditUnchangedSaveOfADuplicateKeyCancels(t *testing.T) {
 		})
 	}
 }
+
+// A problem's line number is the line of the file the editor showed, header
+// comments and all, not of the text without them.
+func TestEditProblemsNameTheLineOfTheEditedFile(t *testing.T) {
+	doc, err := os.ReadFile("../../../testdata/documents/v1beta4.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", t.TempDir())
+	cs := fake.NewClientset(&corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system", ResourceVersion: "7"},
+		Data:       map[string]string{"ClusterConfiguration": string(doc)},
+	})
+	streams, _, _, _ := genericiooptions.NewTestIOStreams()
+	o := NewOptions(cmdutil.NewClusterFlags(), streams)
+	// The editor gives clusterName a second time and notes the line it is
+	// on, as the user sees it.
+	lineFile := t.TempDir() + "/line"
+	o.Editor = cmdutil.Editor{Args: []string{"sh", "-c",
+		`echo 'clusterName: other' >> "$1" && grep -n '^clusterName:' "$1" | tail -n 1 | cut -d: -f1 > "$0"`, lineFile}}
+	o.engine = engine.New(cs, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey},
+		engine.Options{Timeout: 5 * time.Second})
+	err = o.Run(context.Background())
+	line, readErr := os.ReadFile(lineFile)
+	if readErr != nil {
+		t.Fatal(readErr)
+	}
+	want := "line " + strings.TrimSpace(string(line)) + `: key "clusterName" already set`
+	if exitcode.FromError(err) != exitcode.Invalid || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err %v, want exit 3 naming %q", err, want)
+	}
+}

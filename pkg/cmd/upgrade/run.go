@@ -156,6 +156,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, runSignals...)
 	defer signal.Stop(sigs)
+	outliveClosedPipes()
 
 	id := runID(o.Retry.Identity)
 	res := &RunResult{Step: o.Step, Host: o.Host, RunID: id, Command: o.Command}

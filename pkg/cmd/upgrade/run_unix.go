@@ -18,6 +18,14 @@ import (
 // that end a process at a terminal, and a dropped session's hangup.
 var runSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
+// outliveClosedPipes keeps the runner alive when what reads its output
+// has gone (`upgrade-run ... | head -1`): a write then fails with EPIPE
+// instead of ending the runner with SIGPIPE before it recorded anything.
+// The signal is caught, not ignored, so COMMAND still starts with SIGPIPE
+// at its default, as any process at a shell does. It stays caught to the
+// end, so that the exit code is the outcome's, not SIGPIPE's.
+func outliveClosedPipes() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) }
+
 // terminal is the controlling terminal the runner's stdin is, while the
 // runner's process group holds its foreground.
 type terminal struct {

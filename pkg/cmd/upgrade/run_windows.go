@@ -11,6 +11,10 @@ import (
 // runSignals are the signals upgrade-run passes on to its command.
 var runSignals = []os.Signal{os.Interrupt}
 
+// outliveClosedPipes: Windows has no SIGPIPE; a write to a closed pipe
+// fails.
+func outliveClosedPipes() {}
+
 // terminal is never handed over on Windows.
 type terminal struct{}
 
