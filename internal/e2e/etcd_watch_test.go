@@ -191,11 +191,11 @@ func (v etcdVerdict) String() string {
 }
 
 // apiWriter patches kube-system/kubeadm-config (an annotation) every 200ms
-// through the load balancer, each write on a new connection so that it may
-// reach any node's API server, as a new client would, and retries a write
-// until it lands: the load balancer has no health checks, so while a
-// member is down the API server beside it is sent its share of
-// connections.
+// (a write starts on each tick while none is in flight) through the load
+// balancer, each write on a new connection so that it may reach any node's
+// API server, as a new client would, and retries a write until it lands:
+// until the load balancer's checks mark down the API server beside a member
+// that went down (about a second), it is sent its share of connections.
 type apiWriter struct {
 	stop chan struct{}
 	done chan struct{}
@@ -225,11 +225,13 @@ func startWriter(t *testing.T, kubeconfig string) *apiWriter {
 	w := &apiWriter{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
+		tick := time.NewTicker(200 * time.Millisecond) // a write that takes longer drops the ticks it spans
+		defer tick.Stop()
 		for seq := 0; ; seq++ {
 			select {
 			case <-w.stop:
 				return
-			case <-time.After(200 * time.Millisecond):
+			case <-tick.C:
 			}
 			write := apiWrite{start: time.Now()}
 			for {
