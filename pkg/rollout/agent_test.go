@@ -276,3 +276,32 @@ func TestAgentAppliesThePinnedTarget(t *testing.T) {
 		t.Errorf("source: %+v, dry run %v", req.Source, req.DryRun)
 	}
 }
+
+// After its turn the agent acts on the record as its own write left it,
+// not on the copy that began the turn: a change of kubeadm-config that
+// arrives before the watch's copy of that write (an undo writes both)
+// does not take the turn again, which would render for nothing and log a
+// TurnDeferred warning. (make demo showed one after `rollout undo`.)
+func TestAgentActsOnItsOwnLastWrite(t *testing.T) {
+	a, client, logged := testAgent(t, started(t, spec()), docV2)
+	ctx := context.Background()
+	cms := client.CoreV1().ConfigMaps("kube-system")
+	var err error
+	if a.live, err = cms.Get(ctx, "kubeadm-config", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if a.record, err = cms.Get(ctx, DefaultConfigMap, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// cp-0's turn; without a manifests directory it fails unchanged, and
+	// the rollout with it.
+	a.act(ctx)
+	if got, _ := read(t, client); got.Status.Phase != Failed || got.Status.Nodes[0].Phase != NodeRolledBack {
+		t.Fatalf("want cp-0 RolledBack and the rollout Failed, got %+v", got.Status)
+	}
+	before := len(*logged)
+	a.act(ctx) // as a change of kubeadm-config has it act
+	for _, e := range (*logged)[before:] {
+		t.Errorf("the agent acted again on the copy that began its turn: %s: %s", e.Reason, e.Message)
+	}
+}
