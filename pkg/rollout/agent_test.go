@@ -52,7 +52,9 @@ func testAgent(t *testing.T, r *Record, doc []byte) (a *Agent, client *fake.Clie
 		Config: engine.New(client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey},
 			engine.Options{Validation: engine.ValidationIgnore}),
 		Clock: &engine.ServerClock{Local: func() time.Time { return ts(100) }}, Store: &backup.Store{Dir: t.TempDir()},
-		Node: clusterconfig.NodeConfig{Name: "cp-0"}, Identity: "agent/cp-0/1", Heartbeat: 50 * time.Millisecond, StaleAfter: 200 * time.Millisecond,
+		// An empty manifests directory: a turn fails there before it
+		// changes anything, and its lock stays out of the package.
+		Node: clusterconfig.NodeConfig{Name: "cp-0"}, ManifestsDir: t.TempDir(), Identity: "agent/cp-0/1", Heartbeat: 50 * time.Millisecond, StaleAfter: 200 * time.Millisecond,
 		Log: func(e AgentEvent) { events = append(events, e) },
 	})
 	if err != nil {
@@ -293,7 +295,7 @@ func TestAgentActsOnItsOwnLastWrite(t *testing.T) {
 	if a.record, err = cms.Get(ctx, DefaultConfigMap, metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// cp-0's turn; without a manifests directory it fails unchanged, and
+	// cp-0's turn; in an empty manifests directory it fails unchanged, and
 	// the rollout with it.
 	a.act(ctx)
 	if got, _ := read(t, client); got.Status.Phase != Failed || got.Status.Nodes[0].Phase != NodeRolledBack {
@@ -303,5 +305,43 @@ func TestAgentActsOnItsOwnLastWrite(t *testing.T) {
 	a.act(ctx) // as a change of kubeadm-config has it act
 	for _, e := range (*logged)[before:] {
 		t.Errorf("the agent acted again on the copy that began its turn: %s: %s", e.Reason, e.Message)
+	}
+}
+
+// NewAgent refuses a config that misses what a turn needs, rather than
+// default it: an empty manifests directory would be the working directory,
+// where a turn would take its lock and write manifests.
+func TestNewAgentRefuses(t *testing.T) {
+	client := fake.NewClientset()
+	full := func() AgentConfig {
+		return AgentConfig{
+			Record: engine.New(client, engine.Target{Namespace: "kube-system", Name: DefaultConfigMap}, engine.Options{}),
+			Config: engine.New(client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey}, engine.Options{}),
+			Clock:  &engine.ServerClock{}, Store: &backup.Store{Dir: t.TempDir()},
+			Node: clusterconfig.NodeConfig{Name: "cp-0"}, ManifestsDir: t.TempDir(),
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(c *AgentConfig)
+		want   string
+	}{
+		{"no engine", func(c *AgentConfig) { c.Record = nil },
+			"an agent needs the record's and kubeadm-config's engines, the server clock and a backup store"},
+		{"no node name", func(c *AgentConfig) { c.Node.Name = "" }, "an agent needs its node's name"},
+		{"no manifests directory", func(c *AgentConfig) { c.ManifestsDir = "" },
+			"an agent needs its node's static Pod manifests directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := full()
+			tc.change(&cfg)
+			_, err := NewAgent(cfg)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("NewAgent: got %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := NewAgent(full()); err != nil {
+		t.Errorf("NewAgent of a full config: %v", err)
 	}
 }
