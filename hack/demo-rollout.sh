@@ -62,6 +62,7 @@ stop_agents() {
 }
 trap stop_agents EXIT
 
+echo
 echo "# three kubeadm control-plane nodes; kubectl reaches them through the load balancer"
 step 'kubectl get nodes'
 
@@ -116,8 +117,9 @@ step 'kubectl kubeadmcfg nodes'
 step 'kubectl kubeadmcfg rollout history'
 
 echo
-echo "# what cp-0's agent logged (the record's Events tell the same: kubectl -n kube-system describe configmap kubeadmcfg-rollout)"
-step 'cat agent-cp-0.log'
+echo "# what cp-0's agent logged of its failed turn (the record's Events tell the same:"
+echo "# kubectl -n kube-system describe configmap kubeadmcfg-rollout)"
+step "sed -n '/started its turn in rollout 2/,\$p' agent-cp-0.log"
 echo
 echo "# the agents stop on SIGTERM, each deleting its Lease, and the cluster stops with this script"
 stop_agents

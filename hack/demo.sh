@@ -57,11 +57,11 @@ _output/bin/localcluster run --nodes 3 --dir _output/demo-ha -- hack/demo-rollou
 
 cat <<EOT
 
-The three-node control plane stopped with its part of the demo (its files and
-the agents' logs are in _output/demo-ha). The single-node one keeps running:
-  export PATH=${PWD}/_output/bin:\$PATH
-  export KUBECONFIG=${KUBECONFIG}   # kubectl against it
-  make demo-down                    # stops it
+The three-node control plane stopped with its part of the demo; its files and
+the agents' logs are in _output/demo-ha. The single-node one keeps running.
+Point kubectl at it, and stop it, with:
+  export PATH=${PWD}/_output/bin:\$PATH KUBECONFIG=${KUBECONFIG}
+  make demo-down
 A shell beside a three-node control plane of your own (docs/development.md):
   localcluster run --nodes 3 -- bash
 EOT
