@@ -27,9 +27,10 @@ demo: build testbin ## Run the plugin against a local control plane (left runnin
 demo-down: ## Stop the control plane the demo leaves running
 	go run ./hack/localcluster down --dir _output/demo
 
-bench: testbin ## Contention and speed benchmarks on a real control plane (prints tables)
+bench: testbin ## Contention, speed and rollout benchmarks on a real control plane (prints tables)
 	go run ./hack/bench contention
 	go run ./hack/bench speed
+	go run ./hack/bench rollout
 
 lint: ## golangci-lint (version pinned in hack/tools/lint)
 	$$(hack/tools.sh golangci-lint) run ./...
