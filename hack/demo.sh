@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Starts a real local control plane, seeds kubeadm-config with the real
-# kubeadm, and runs the plugin against it through kubectl.
+# kubeadm, and runs the plugin against it through kubectl; then a rollout
+# over three kubeadm control-plane nodes (hack/demo-rollout.sh, inside
+# hack/localcluster run), which stop when that part ends.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -48,14 +50,18 @@ step kubectl kubeadmcfg upgrade-run upgrading-second-master -- sh -c 'echo "[upg
 step kubectl kubeadmcfg upgrade-status
 step kubectl kubeadmcfg upgrade-plan show kubeadm --control-plane-nodes cp-0,cp-1,cp-2
 
-echo; echo "# reconfigure: carry the ClusterConfiguration to a node's static Pods, rolled back on failure"
-hack/demo-reconfigure.sh
+echo; echo "# a rollout: three kubeadm control-plane nodes in namespaces of their own, an agent on each"
+go build -o _output/bin/localcluster ./hack/localcluster
+echo "\$ localcluster run --nodes 3 --dir _output/demo-ha -- hack/demo-rollout.sh _output/demo-ha"
+_output/bin/localcluster run --nodes 3 --dir _output/demo-ha -- hack/demo-rollout.sh _output/demo-ha
 
 cat <<EOT
 
-The control plane keeps running. Point kubectl at it with:
-  export KUBECONFIG=${KUBECONFIG}
-  export PATH=${PWD}/_output/bin:\$PATH
-Stop it with:
+The three-node control plane stopped with its part of the demo; its files and
+the agents' logs are in _output/demo-ha. The single-node one keeps running.
+Point kubectl at it, and stop it, with:
+  export PATH=${PWD}/_output/bin:\$PATH KUBECONFIG=${KUBECONFIG}
   make demo-down
+A shell beside a three-node control plane of your own (docs/development.md):
+  localcluster run --nodes 3 -- bash
 EOT

@@ -4,6 +4,10 @@
 //
 //	go run ./hack/bench speed        # one patch: plugin process vs kubectl patch
 //	go run ./hack/bench contention   # W concurrent writers: plugin vs baselines
+//	go run ./hack/bench rollout      # a rollout over 3 nodes: hand-offs, vs reconfigure, an idle agent
+//
+// rollout runs in namespaces of its own, on the 3-node local control plane
+// of hack/localcluster (testcluster.StartLocal): see rollout.go.
 package main
 
 import (
@@ -20,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench speed|contention [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench speed|contention|rollout [flags]")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
@@ -30,8 +34,13 @@ func main() {
 	writersFlag := fs.String("w", "1,8,32", "contention: writer counts")
 	formsFlag := fs.String("forms", "", "contention: comma-separated form numbers to run (1 plugin processes, 2 engine, 3 naive, 4 DefaultRetry); empty runs all")
 	fsync := fs.Bool("fsync", true, "run etcd with fsync, as a real cluster does")
+	rounds := fs.Int("rounds", 3, "rollout: rounds of one rollout and three reconfigure runs (alternating)")
+	idle := fs.Duration("idle", time.Minute, "rollout: how long the idle agents are watched")
 	_ = fs.Parse(os.Args[2:])
 
+	if mode == "rollout" {
+		os.Exit(rolloutMain(rolloutOptions{Rounds: *rounds, Idle: *idle}))
+	}
 	if err := run(mode, *fsync, *runs, *writersFlag, *formsFlag, *patches); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
@@ -70,13 +79,9 @@ func setup(ctx context.Context, fsync bool) (*benchEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	plugin := filepath.Join(dir, "kubectl-kubeadmcfg")
-	// Built as released: static, stripped, trimmed.
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", plugin, "./cmd/kubectl-kubeadmcfg")
-	build.Dir, build.Stderr = root, os.Stderr
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if err := build.Run(); err != nil {
-		return nil, fmt.Errorf("build the plugin: %w", err)
+	plugin, err := buildPlugin(root, dir)
+	if err != nil {
+		return nil, err
 	}
 	bins, err := testcluster.FindBinaries()
 	if err != nil {
@@ -93,4 +98,17 @@ func setup(ctx context.Context, fsync bool) (*benchEnv, error) {
 		return nil, err
 	}
 	return &benchEnv{cluster: c, plugin: plugin, dir: dir}, nil
+}
+
+// buildPlugin builds the plugin as a release does (static, stripped,
+// trimmed: the Makefile's build target) into dir, and returns its path.
+func buildPlugin(root, dir string) (string, error) {
+	plugin := filepath.Join(dir, "kubectl-kubeadmcfg")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", plugin, "./cmd/kubectl-kubeadmcfg")
+	build.Dir, build.Stderr = root, os.Stderr
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("build the plugin: %w", err)
+	}
+	return plugin, nil
 }

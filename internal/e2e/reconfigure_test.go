@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,13 +115,12 @@ func TestReconfigure(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	recipe := cp.recipe(t)
 	var good string // the ClusterConfiguration every node last ran healthy
 
-	t.Run("a valid change reaches both kube-apiservers through the recipe", func(t *testing.T) {
-		r := recipe("--set", "apiServer.extraArgs.audit-log-maxbackup=7", "--set", "controllerManager.extraArgs.terminated-pod-gc-threshold=500")
-		if r.code != 0 {
-			t.Fatalf("recipe: %s", r)
+	t.Run("a valid change reaches both kube-apiservers, one node after the other", func(t *testing.T) {
+		if refused := cp.oneAfterAnother(t, "--set", "apiServer.extraArgs.audit-log-maxbackup=7",
+			"--set", "controllerManager.extraArgs.terminated-pod-gc-threshold=500"); refused != "" {
+			t.Fatalf("%s refused the change", refused)
 		}
 		for _, n := range []*testNode{a, b} {
 			if line := commandLine(t, n, "kube-apiserver"); !strings.Contains(line, " --audit-log-maxbackup=7") {
@@ -159,14 +157,10 @@ func TestReconfigure(t *testing.T) {
 		return
 	}
 
-	t.Run("a flag kube-apiserver refuses is rolled back and the recipe restores the ConfigMap", func(t *testing.T) {
+	t.Run("a flag kube-apiserver refuses is rolled back on the first node, and the ConfigMap restored", func(t *testing.T) {
 		before := map[string]map[string][]byte{"node-a": readManifests(t, a), "node-b": readManifests(t, b)}
-		r := recipe("--set", "apiServer.extraArgs.no-such-flag=1")
-		if r.code != 8 {
-			t.Fatalf("recipe: want exit 8, got %s", r)
-		}
-		if !strings.Contains(r.stderr, "node-a refused the change (exit 8)") {
-			t.Errorf("the recipe does not say node-a refused: %s", r.stderr)
+		if refused := cp.oneAfterAnother(t, "--set", "apiServer.extraArgs.no-such-flag=1"); refused != "node-a" {
+			t.Fatalf("want node-a to refuse the change (exit 8), got %q", refused)
 		}
 		if got := cp.liveDocument(t); got != good {
 			t.Errorf("the ConfigMap is not back on the last valid configuration:\n%s", got)
@@ -323,22 +317,6 @@ func startNodes(t *testing.T) *controlPlane {
 		t.Fatal(err)
 	}
 	t.Cleanup(nodes.Stop)
-	// The recipe patches on the node that holds the controller-manager's
-	// Lease: wait until one does.
-	client, err := nodes.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		lease, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
-		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("no kube-controller-manager holds its Lease: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 	t.Logf("two control-plane nodes up in %s", time.Since(start).Round(time.Second))
 	cp := &controlPlane{Nodes: nodes, dir: dir, nodes: map[string]*testNode{}}
 	for _, n := range nodes.Nodes {
@@ -458,36 +436,29 @@ func (cp *controlPlane) wantReady(t *testing.T) {
 	}
 }
 
-// recipe returns a runner of hack/examples/reconfigure-ha.sh over both
-// nodes, with an ON_NODE that runs the plugin "on" a node by giving it that
-// node's flags.
-func (cp *controlPlane) recipe(t *testing.T) func(patch ...string) result {
+// oneAfterAnother changes the ConfigMap as an operator without the rollout
+// would: patched once (from node-a), then reconfigure on node-a and node-b
+// in turn, stopping at the first node that refuses the change (exit 8),
+// after which the ConfigMap is restored from the backup the patch took. It
+// returns the node that refused, "" when none did. (More than one node is
+// the rollout's, from the API: docs/rollout.md, TestRolloutOnAgents.)
+func (cp *controlPlane) oneAfterAnother(t *testing.T, patch ...string) (refused string) {
 	t.Helper()
-	root, err := testcluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
+	a := cp.node(t, "node-a")
+	backup := cp.patch(t, a, patch...)
+	for _, n := range []*testNode{a, cp.node(t, "node-b")} {
+		r := n.reconfigure(t, "--wait", "90s")
+		t.Logf("reconfigure %s: %s", n.Name, r)
+		switch r.code {
+		case 0:
+		case 8:
+			cp.restore(t, a, backup)
+			return n.Name
+		default:
+			t.Fatalf("reconfigure %s: want exit 0 or 8, got %s", n.Name, r)
+		}
 	}
-	var script strings.Builder
-	script.WriteString("#!/bin/sh\n# on-node NODE kubectl kubeadmcfg VERB ...: as if run on NODE\nnode=\"$1\"; shift\n")
-	fmt.Fprintf(&script, "export KUBECONFIG=%s\ncase \"$node\" in\n", cp.Kubeconfig)
-	for _, n := range cp.nodes {
-		fmt.Fprintf(&script, "%s) export KUBEADMCFG_BACKUP_DIR=%s; flags=\"%s\" ;;\n", n.Name, n.backups, strings.Join(n.flags(), " "))
-	}
-	script.WriteString("*) echo \"no node $node\" >&2; exit 2 ;;\nesac\n")
-	script.WriteString("if [ \"$3\" = reconfigure ]; then exec \"$@\" $flags; fi\nexec \"$@\"\n")
-	onNode := filepath.Join(cp.dir, "on-node")
-	if err := os.WriteFile(onNode, []byte(script.String()), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return func(patch ...string) result {
-		t.Helper()
-		args := append([]string{filepath.Join(root, "hack", "examples", "reconfigure-ha.sh"), "node-a", "node-b", "--"}, patch...)
-		cmd := exec.Command("bash", args...)
-		cmd.Env = append(os.Environ(), "ON_NODE="+onNode, "RECONFIGURE_FLAGS=--wait 90s")
-		r := runCmd(t, cmd)
-		t.Logf("recipe %v: %s", patch, r)
-		return r
-	}
+	return ""
 }
 
 // patch changes the ConfigMap from node n and returns the backup it took.

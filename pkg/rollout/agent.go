@@ -42,8 +42,8 @@ const (
 	DefaultStopGrace = time.Minute
 )
 
-// AgentConfig is what an agent needs. Record, Config, Clock, Store and
-// Node.Name are required.
+// AgentConfig is what an agent needs. Record, Config, Clock, Store,
+// Node.Name and ManifestsDir are required.
 type AgentConfig struct {
 	// Record reads and writes the rollout record (compare-and-swap, through
 	// Update); its namespace also holds the agent's Lease and the Events.
@@ -130,6 +130,10 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 		return nil, errors.New("an agent needs the record's and kubeadm-config's engines, the server clock and a backup store")
 	case cfg.Node.Name == "":
 		return nil, exitcode.Usagef("an agent needs its node's name")
+	case cfg.ManifestsDir == "":
+		// Not the working directory: a turn would lock and change whatever
+		// directory the agent was started in.
+		return nil, exitcode.Usagef("an agent needs its node's static Pod manifests directory")
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

@@ -52,7 +52,9 @@ func testAgent(t *testing.T, r *Record, doc []byte) (a *Agent, client *fake.Clie
 		Config: engine.New(client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey},
 			engine.Options{Validation: engine.ValidationIgnore}),
 		Clock: &engine.ServerClock{Local: func() time.Time { return ts(100) }}, Store: &backup.Store{Dir: t.TempDir()},
-		Node: clusterconfig.NodeConfig{Name: "cp-0"}, Identity: "agent/cp-0/1", Heartbeat: 50 * time.Millisecond, StaleAfter: 200 * time.Millisecond,
+		// An empty manifests directory: a turn fails there before it
+		// changes anything, and its lock stays out of the package.
+		Node: clusterconfig.NodeConfig{Name: "cp-0"}, ManifestsDir: t.TempDir(), Identity: "agent/cp-0/1", Heartbeat: 50 * time.Millisecond, StaleAfter: 200 * time.Millisecond,
 		Log: func(e AgentEvent) { events = append(events, e) },
 	})
 	if err != nil {
@@ -274,5 +276,72 @@ func TestAgentAppliesThePinnedTarget(t *testing.T) {
 	}
 	if req.Source.Backup != "" || req.Source.LatestGood || req.DryRun {
 		t.Errorf("source: %+v, dry run %v", req.Source, req.DryRun)
+	}
+}
+
+// After its turn the agent acts on the record as its own write left it,
+// not on the copy that began the turn: a change of kubeadm-config that
+// arrives before the watch's copy of that write (an undo writes both)
+// does not take the turn again, which would render for nothing and log a
+// TurnDeferred warning. (make demo showed one after `rollout undo`.)
+func TestAgentActsOnItsOwnLastWrite(t *testing.T) {
+	a, client, logged := testAgent(t, started(t, spec()), docV2)
+	ctx := context.Background()
+	cms := client.CoreV1().ConfigMaps("kube-system")
+	var err error
+	if a.live, err = cms.Get(ctx, "kubeadm-config", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if a.record, err = cms.Get(ctx, DefaultConfigMap, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// cp-0's turn; in an empty manifests directory it fails unchanged, and
+	// the rollout with it.
+	a.act(ctx)
+	if got, _ := read(t, client); got.Status.Phase != Failed || got.Status.Nodes[0].Phase != NodeRolledBack {
+		t.Fatalf("want cp-0 RolledBack and the rollout Failed, got %+v", got.Status)
+	}
+	before := len(*logged)
+	a.act(ctx) // as a change of kubeadm-config has it act
+	for _, e := range (*logged)[before:] {
+		t.Errorf("the agent acted again on the copy that began its turn: %s: %s", e.Reason, e.Message)
+	}
+}
+
+// NewAgent refuses a config that misses what a turn needs, rather than
+// default it: an empty manifests directory would be the working directory,
+// where a turn would take its lock and write manifests.
+func TestNewAgentRefuses(t *testing.T) {
+	client := fake.NewClientset()
+	full := func() AgentConfig {
+		return AgentConfig{
+			Record: engine.New(client, engine.Target{Namespace: "kube-system", Name: DefaultConfigMap}, engine.Options{}),
+			Config: engine.New(client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey}, engine.Options{}),
+			Clock:  &engine.ServerClock{}, Store: &backup.Store{Dir: t.TempDir()},
+			Node: clusterconfig.NodeConfig{Name: "cp-0"}, ManifestsDir: t.TempDir(),
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(c *AgentConfig)
+		want   string
+	}{
+		{"no engine", func(c *AgentConfig) { c.Record = nil },
+			"an agent needs the record's and kubeadm-config's engines, the server clock and a backup store"},
+		{"no node name", func(c *AgentConfig) { c.Node.Name = "" }, "an agent needs its node's name"},
+		{"no manifests directory", func(c *AgentConfig) { c.ManifestsDir = "" },
+			"an agent needs its node's static Pod manifests directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := full()
+			tc.change(&cfg)
+			_, err := NewAgent(cfg)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("NewAgent: got %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := NewAgent(full()); err != nil {
+		t.Errorf("NewAgent of a full config: %v", err)
 	}
 }

@@ -309,7 +309,10 @@ func (a *Agent) applyContext(ctx context.Context) (context.Context, func()) {
 
 // update changes the record with a compare-and-swap and returns the
 // ConfigMap written (nil when change had nothing to change) and the record
-// as change left it.
+// as change left it. The copy written becomes the record as last seen: it
+// is the newest the agent knows of, and a change of kubeadm-config that
+// arrives before the watch's copy of it must not have the agent act on an
+// older one (take a turn it has just finished, say).
 func (a *Agent) update(ctx context.Context, change func(r *Record) (bool, error)) (*corev1.ConfigMap, *Record, error) {
 	var rec *Record
 	res, err := a.cfg.Record.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
@@ -322,6 +325,9 @@ func (a *Agent) update(ctx context.Context, change func(r *Record) (bool, error)
 	}
 	if !res.Changed {
 		return nil, rec, nil
+	}
+	if !older(res.New, a.record) {
+		a.record = res.New
 	}
 	return res.New, rec, nil
 }

@@ -151,7 +151,8 @@ func EndedLine(s *rollout.Status) string {
 
 // RolloutProgress returns a WaitOptions.Progress that writes to w, one line
 // each, how the rollout stands when first seen and every change of its
-// phase or of a node's phase after.
+// phase or of a node's phase after. The message of a Failed rollout is left
+// to the error Wait returns.
 func RolloutProgress(w io.Writer) func(*rollout.Status) {
 	var last *rollout.Status
 	return func(s *rollout.Status) {
@@ -176,7 +177,9 @@ func RolloutProgress(w io.Writer) func(*rollout.Status) {
 		}
 		if last.Phase != s.Phase {
 			line := fmt.Sprintf("rollout %d: %s", s.ID, s.Phase)
-			if s.Message != "" {
+			// A failed rollout ends the wait with an error that says why:
+			// the line does not say it a second time.
+			if s.Message != "" && s.Phase != rollout.Failed {
 				line += ": " + s.Message
 			}
 			fmt.Fprintln(w, line)
