@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -276,7 +278,7 @@ func agentTry(t *testing.T, c *agentCluster) {
 	previous := c.liveDocument(t)
 	before := c.allManifests(t)
 	c.patch(t, "--set", "apiServer.extraArgs.audit-log-maxbackup=11")
-	id := c.start(t, 20*time.Second)
+	id := c.startAndKillTheClient(t, 20*time.Second)
 	c.waitRecord(t, 6*time.Minute, "awaiting confirmation", func(r *rollout.Record) bool {
 		return r.Status.ID == id && r.Status.Phase == rollout.AwaitingConfirm
 	})
@@ -313,7 +315,7 @@ func agentTry(t *testing.T, c *agentCluster) {
 	c.waitRecord(t, 6*time.Minute, "awaiting confirmation", func(r *rollout.Record) bool {
 		return r.Status.ID == id && r.Status.Phase == rollout.AwaitingConfirm
 	})
-	c.change(t, func(r *rollout.Record) (bool, error) { return r.Confirm(rollout.Clock{Now: time.Now(), By: "e2e"}) })
+	wantExit(t, c.plugin(t, time.Minute, "rollout", "confirm"), 0)
 	time.Sleep(25 * time.Second)
 	if s := c.current(t).Status; s.ID != id || s.Phase != rollout.Succeeded {
 		t.Errorf("the confirmed rollout: want Succeeded, got %+v", s)
@@ -338,4 +340,25 @@ func agentStop(t *testing.T, c *agentCluster) {
 			t.Errorf("the lease of %s is still there", name)
 		}
 	}
+}
+
+// startAndKillTheClient starts a rollout on trial with the built plugin,
+// `rollout start --try TRY --wait`, and SIGKILLs that client as soon as the
+// record holds the rollout: what happens next, the revert included, is the
+// agents' doing alone.
+func (c *agentCluster) startAndKillTheClient(t *testing.T, try time.Duration) int64 {
+	t.Helper()
+	before := c.current(t).Status.ID
+	client := exec.Command("kubectl", "kubeadmcfg", "rollout", "start", "--try", try.String(), "--wait", "--kubeconfig", c.Kubeconfig)
+	var out bytes.Buffer
+	client.Stdout, client.Stderr = &out, &out
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := c.waitRecord(t, time.Minute, "holding the client's rollout", func(r *rollout.Record) bool { return r.Status.ID > before })
+	_ = client.Process.Kill()
+	if err := client.Wait(); err == nil {
+		t.Fatalf("the client ended before it was killed:\n%s", out.String())
+	}
+	return r.Status.ID
 }
