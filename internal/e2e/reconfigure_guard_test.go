@@ -79,10 +79,12 @@ func testUpgradeInProgressRefused(t *testing.T, cp *controlPlane, n *testNode) {
 }
 
 // testEtcdCompared: the nodes' etcd is external, so an etcd.yaml on a node
-// is nothing to compare. With etcd.local in the ClusterConfiguration, the
-// real kubeadm renders the member's manifest and it is compared with the
-// running one (a dry run: the nodes cannot run a local etcd), its initial
-// cluster aside; a setting it does not run yet is warned about.
+// is left alone, and the result says so. With etcd.local in the
+// ClusterConfiguration, the real kubeadm renders the member's manifest and
+// it is planned with the running member's initial cluster (dry runs: these
+// nodes cannot run a local etcd member): a member that joined is
+// unchanged, and an etcd.local setting it does not run yet changes it.
+// Changing members for real is TestEtcdReconfigure's.
 func testEtcdCompared(t *testing.T, cp *controlPlane, n *testNode) {
 	etcdFile := filepath.Join(n.ManifestsDir, "etcd.yaml")
 	t.Cleanup(func() { _ = os.Remove(etcdFile) })
@@ -92,34 +94,48 @@ func testEtcdCompared(t *testing.T, cp *controlPlane, n *testNode) {
 			t.Fatal(err)
 		}
 	}
-	warnings := func(args ...string) []string {
+	type etcdResult struct {
+		LastKnownGood string   `json:"lastKnownGood"`
+		Warnings      []string `json:"warnings"`
+		Diff          string   `json:"diff"`
+		Etcd          struct {
+			LeftAlone string `json:"leftAlone"`
+		} `json:"etcd"`
+		Components []struct {
+			Name    string `json:"name"`
+			Changed bool   `json:"changed"`
+		} `json:"components"`
+	}
+	reconfigure := func(args ...string) (res etcdResult, planned, changed bool) {
 		t.Helper()
 		r := n.reconfigure(t, append([]string{"-o", "json"}, args...)...)
 		wantExit(t, r, 0)
-		var res struct {
-			LastKnownGood string   `json:"lastKnownGood"`
-			Warnings      []string `json:"warnings"`
-		}
 		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 			t.Fatalf("%v: %s", err, r)
 		}
-		if res.LastKnownGood == "" && len(args) == 0 {
-			t.Errorf("not recorded as the last known good: %s", r)
+		if len(res.Warnings) != 0 {
+			t.Errorf("warnings %q", res.Warnings)
 		}
-		return res.Warnings
+		for _, c := range res.Components {
+			if c.Name == "etcd" {
+				planned, changed = true, c.Changed
+			}
+		}
+		return res, planned, changed
 	}
 
-	// External etcd: whatever etcd.yaml holds, nothing is compared.
+	// External etcd: whatever etcd.yaml holds, it is left alone.
 	other, err := os.ReadFile("../../pkg/controlplane/testdata/etcd/rendered-snapshot-count.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	put(string(other))
-	if w := warnings(); len(w) != 0 {
-		t.Errorf("external etcd: warnings %q", w)
+	res, planned, _ := reconfigure()
+	if planned || res.LastKnownGood == "" || !strings.Contains(res.Etcd.LeftAlone, "etcd is external (etcd.external)") {
+		t.Errorf("external etcd: planned %v, last known good %q, left alone %q", planned, res.LastKnownGood, res.Etcd.LeftAlone)
 	}
 
-	// Local etcd, on a member that joined: the same once the initial
+	// Local etcd, on a member that joined: unchanged once the initial
 	// cluster is the running one's.
 	backup := cp.patch(t, n, "--unset", "etcd.external", "--set", "etcd.local.dataDir=/var/lib/etcd")
 	t.Cleanup(func() { cp.restore(t, n, backup) })
@@ -128,15 +144,19 @@ func testEtcdCompared(t *testing.T, cp *controlPlane, n *testNode) {
 	if !strings.Contains(rendered, alone) {
 		t.Fatalf("kubeadm rendered no %q:\n%s", alone, rendered)
 	}
-	put(strings.Replace(rendered, alone, "    - --initial-cluster=node-b=https://"+nodeBAddress+":2380,"+alone[len("    - --initial-cluster="):]+
-		"    - --initial-cluster-state=existing\n", 1))
-	if w := warnings("--diff"); len(w) != 0 {
-		t.Errorf("etcd as rendered: warnings %q", w)
+	joined := "    - --initial-cluster=node-b=https://" + nodeBAddress + ":2380," + alone[len("    - --initial-cluster="):] +
+		"    - --initial-cluster-state=existing\n"
+	put(strings.Replace(rendered, alone, joined, 1))
+	if res, planned, changed := reconfigure("--diff"); !planned || changed || strings.Contains(res.Diff, "etcd.yaml") {
+		t.Errorf("etcd as rendered: planned %v, changed %v, diff:\n%s", planned, changed, res.Diff)
 	}
 	cp.patch(t, n, "--set", "etcd.local.extraArgs.snapshot-count=12345")
-	want := []string{"etcd would change (adds --snapshot-count=12345, removes --snapshot-count=10000), but reconfigure does not change etcd: not recorded as the last known good"}
-	if w := warnings("--diff"); strings.Join(w, "\n") != strings.Join(want, "\n") {
-		t.Errorf("warnings %q, want %q", w, want)
+	res, planned, changed := reconfigure("--diff")
+	if !planned || !changed || !strings.Contains(res.Diff, "+    - --snapshot-count=12345\n") || !strings.Contains(res.Diff, "-    - --snapshot-count=10000\n") {
+		t.Errorf("a changed etcd setting: planned %v, changed %v, diff:\n%s", planned, changed, res.Diff)
+	}
+	if strings.Contains(res.Diff, "initial-cluster") {
+		t.Errorf("the diff touches the member's initial cluster:\n%s", res.Diff)
 	}
 }
 

@@ -110,7 +110,7 @@ func TestReconfigure(t *testing.T) {
 	// What reconfigure refuses or leaves alone (reconfigure_guard_test.go).
 	t.Run("a version change is refused", func(t *testing.T) { testVersionChangeRefused(t, cp, a) })
 	t.Run("an upgrade in progress is refused", func(t *testing.T) { testUpgradeInProgressRefused(t, cp, a) })
-	t.Run("etcd is compared, not changed", func(t *testing.T) { testEtcdCompared(t, cp, a) })
+	t.Run("etcd is planned with its running initial cluster, or left alone", func(t *testing.T) { testEtcdCompared(t, cp, a) })
 	cp.wantUpdates(t, map[string]int{})
 	if t.Failed() {
 		return

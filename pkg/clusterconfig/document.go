@@ -151,6 +151,15 @@ func (d *Document) ExternalEtcd() bool {
 	return etcd["external"] != nil
 }
 
+// CertificatesDir returns the certificatesDir field, where kubeadm keeps
+// the cluster's certificates on each control-plane node (the etcd client
+// certificates among them), or "" when unset: kubeadm's default is
+// /etc/kubernetes/pki.
+func (d *Document) CertificatesDir() string {
+	s, _ := d.tree["certificatesDir"].(string)
+	return s
+}
+
 // Clone returns a deep copy.
 func (d *Document) Clone() *Document {
 	return &Document{tree: cloneValue(d.tree).(map[string]any)}

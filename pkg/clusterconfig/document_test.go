@@ -37,3 +37,25 @@ func TestParseStrictRefusesDuplicateKeys(t *testing.T) {
 		}
 	}
 }
+
+// reconfigure finds the node's etcd client certificate under
+// certificatesDir, and leaves an external etcd alone.
+func TestCertificatesDirAndExternalEtcd(t *testing.T) {
+	for _, tc := range []struct {
+		doc      string
+		dir      string
+		external bool
+	}{
+		{"kind: ClusterConfiguration\n", "", false},
+		{"kind: ClusterConfiguration\ncertificatesDir: /srv/pki\netcd:\n  local:\n    dataDir: /var/lib/etcd\n", "/srv/pki", false},
+		{"kind: ClusterConfiguration\netcd:\n  external:\n    endpoints: [https://192.0.2.20:2379]\n", "", true},
+	} {
+		d, err := Parse([]byte("apiVersion: kubeadm.k8s.io/v1beta4\n" + tc.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.CertificatesDir() != tc.dir || d.ExternalEtcd() != tc.external {
+			t.Errorf("%q: certificatesDir %q, external %v; want %q, %v", tc.doc, d.CertificatesDir(), d.ExternalEtcd(), tc.dir, tc.external)
+		}
+	}
+}

@@ -111,6 +111,19 @@ type Options struct {
 	// Interval is the time between looks at a component (default 1s);
 	// Settle is how long its probe must keep succeeding (default 2s).
 	Interval, Settle time.Duration
+	// Before, when set, is asked right before a changed component's
+	// manifest is backed up and replaced: an error stops the run there,
+	// as a component that did not come up does (the components replaced
+	// before it are rolled back). An etcd member's change is checked
+	// against the cluster's state then, not only before the run began.
+	Before func(ctx context.Context, c Component) error
+	// Ready, when set, is asked once a component runs its new manifest,
+	// Ready and answering its probe, and again once a rollback has put its
+	// previous manifest back and it runs that: it may wait for what the
+	// manifest's probe cannot tell (an etcd member caught up with its
+	// cluster), and an error is the component not healthy. It bounds its
+	// own wait.
+	Ready func(ctx context.Context, c Component) error
 }
 
 // EventKind says what an Event reports.
@@ -199,6 +212,11 @@ func Apply(ctx context.Context, plan *Plan, opts Options) ([]Outcome, error) {
 		if !outcomes[i].Changed {
 			continue
 		}
+		if opts.Before != nil {
+			if err := opts.Before(ctx, ch.Component); err != nil {
+				return outcomes, a.fail(ctx, plan, outcomes, replaced, err)
+			}
+		}
 		if opts.Backup != nil {
 			name, err := opts.Backup.BackupManifest(ch.Component, ch.Path, ch.Current.Raw)
 			if err != nil {
@@ -221,8 +239,13 @@ func Apply(ctx context.Context, plan *Plan, opts Options) ([]Outcome, error) {
 		replaced = append(replaced, i)
 		outcomes[i].Replaced = true
 		old := outcomes[i].OldHash
+		start := time.Now()
 		newHash, took, err := a.wait(ctx, ch.Component, ch.Rendered, "the new manifest", func(h string) bool { return h != old }, true)
 		outcomes[i].NewHash = newHash
+		if err == nil {
+			err = a.ready(ctx, ch.Component)
+			took = time.Since(start)
+		}
 		if err != nil {
 			a.emit(Event{Component: ch.Component, Kind: EventFailed, Message: err.Error(), Elapsed: took, Limit: opts.Wait})
 			return outcomes, a.fail(ctx, plan, outcomes, replaced, err)
@@ -268,10 +291,15 @@ func (a *applier) fail(ctx context.Context, plan *Plan, outcomes []Outcome, repl
 			continue
 		}
 		old := outcomes[i].OldHash
-		if _, took, err := a.wait(ctx, ch.Component, ch.Current, "its previous manifest again", func(h string) bool { return h == old }, false); err != nil {
+		start := time.Now()
+		_, _, err := a.wait(ctx, ch.Component, ch.Current, "its previous manifest again", func(h string) bool { return h == old }, false)
+		if err == nil {
+			err = a.ready(ctx, ch.Component)
+		}
+		if err != nil {
 			down = append(down, ch.Component)
 			errs = append(errs, err)
-			a.emit(Event{Component: ch.Component, Kind: EventFailed, Message: err.Error(), Elapsed: took, Limit: a.opts.Wait})
+			a.emit(Event{Component: ch.Component, Kind: EventFailed, Message: err.Error(), Elapsed: time.Since(start), Limit: a.opts.Wait})
 			continue
 		}
 		outcomes[i].RolledBack = true
@@ -323,6 +351,15 @@ func newApplier(opts Options) *applier {
 		}
 	}
 	return &applier{opts: opts, client: client}
+}
+
+// ready asks Options.Ready, when set, whether c is healthy beyond its
+// probe.
+func (a *applier) ready(ctx context.Context, c Component) error {
+	if a.opts.Ready == nil {
+		return nil
+	}
+	return a.opts.Ready(ctx, c)
 }
 
 func (a *applier) emit(e Event) {

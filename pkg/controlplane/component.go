@@ -30,13 +30,17 @@ const (
 	Scheduler         Component = "scheduler"
 )
 
-// Etcd is a node's local etcd member, by the name of kubeadm's phase
-// `kubeadm init phase etcd local`. It is not one of Components:
-// reconfigure does not change etcd, it only renders its manifest to compare
-// it with the running one (CompareEtcd).
+// Etcd is a node's local etcd member of a stacked control plane, by the
+// name of kubeadm's phase `kubeadm init phase etcd local`. It is not one of
+// Components, which every control-plane node has: only a node with a local
+// member has it, and it goes last, on its own, once the others are healthy
+// (ParseComponents puts it there). Its manifest is rendered as kubeadm
+// renders a first member; KeepInitialCluster gives it the running member's
+// initial cluster.
 const Etcd Component = "etcd"
 
-// Components returns every component, in order.
+// Components returns the components every control-plane node has, in
+// order; a node with a local etcd member has Etcd too, after them.
 func Components() []Component { return []Component{APIServer, ControllerManager, Scheduler} }
 
 // PodName is the static Pod's name, and its manifest's file name without
@@ -60,25 +64,26 @@ func (c Component) phase() []string {
 func (c Component) File() string { return c.PodName() + ".yaml" }
 
 // ParseComponents reads component names (apiserver, controller-manager,
-// scheduler, or their Pod names) and returns them once each, in the order
-// they are reconfigured.
+// scheduler, etcd, or their Pod names) and returns them once each, in the
+// order they are reconfigured: etcd last.
 func ParseComponents(names []string) ([]Component, error) {
+	order := append(Components(), Etcd)
 	seen := map[Component]bool{}
 	for _, n := range names {
 		c := Component(strings.TrimPrefix(strings.TrimSpace(n), "kube-"))
-		if !slices.Contains(Components(), c) {
-			return nil, fmt.Errorf("unknown component %q (want apiserver, controller-manager or scheduler)", n)
+		if !slices.Contains(order, c) {
+			return nil, fmt.Errorf("unknown component %q (want apiserver, controller-manager, scheduler or etcd)", n)
 		}
 		seen[c] = true
 	}
 	var out []Component
-	for _, c := range Components() {
+	for _, c := range order {
 		if seen[c] {
 			out = append(out, c)
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no component given (want apiserver, controller-manager or scheduler)")
+		return nil, fmt.Errorf("no component given (want apiserver, controller-manager, scheduler or etcd)")
 	}
 	return out, nil
 }

@@ -20,8 +20,10 @@ func TestParseComponents(t *testing.T) {
 	}{
 		{[]string{"scheduler", "apiserver"}, []Component{APIServer, Scheduler}, ""},
 		{[]string{"kube-controller-manager", "controller-manager"}, []Component{ControllerManager}, ""},
-		{[]string{"etcd"}, nil, `unknown component "etcd" (want apiserver, controller-manager or scheduler)`},
-		{nil, nil, "no component given (want apiserver, controller-manager or scheduler)"},
+		// etcd goes last, whatever the order given.
+		{[]string{"etcd", "kube-scheduler", "apiserver"}, []Component{APIServer, Scheduler, Etcd}, ""},
+		{[]string{"kubelet"}, nil, `unknown component "kubelet" (want apiserver, controller-manager, scheduler or etcd)`},
+		{nil, nil, "no component given (want apiserver, controller-manager, scheduler or etcd)"},
 	} {
 		got, err := ParseComponents(tc.in)
 		gotErr := ""
@@ -51,6 +53,15 @@ func TestProbesOfKubeadmManifests(t *testing.T) {
 		if p.URL() != want {
 			t.Errorf("%s: probe %s, want %s", file, p.URL(), want)
 		}
+	}
+	// After an etcd member's change, the API server must serve again with
+	// its storage: its readiness probe, /readyz.
+	m, err := ReadManifest("testdata/kube-apiserver.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := m.ReadinessProbe(); err != nil || p.URL() != "https://192.0.2.11:6443/readyz" {
+		t.Errorf("kube-apiserver's readiness probe: %v, %v", p.URL(), err)
 	}
 }
 

@@ -1,28 +1,107 @@
 package controlplane
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
 // A node with stacked etcd runs its member as a static Pod beside the
 // control plane, rendered from the same ClusterConfiguration (etcd.local).
-// reconfigure does not change it, but a node whose etcd would change does
-// not run the configuration either: its etcd manifest is rendered and
-// compared, so that such a run is never taken for a complete one.
+// kubeadm renders it only as it renders a first member
+// (`kubeadm init phase etcd local`); a member that joined was written by
+// `kubeadm join` with the cluster it joined. The flags that tell the two
+// apart are read by etcd only when its data directory is empty, so the
+// running manifest's values stand (KeepInitialCluster): a member is never
+// restarted for them, and its manifest keeps saying how it joined.
 
 // initialClusterFlags are read by etcd only when its data directory is
 // empty. kubeadm renders them for a first member (the node alone, no
 // state), while a member that joined runs with the cluster's members and
 // "existing": the running manifest's values stand.
 var initialClusterFlags = []string{"--initial-cluster=", "--initial-cluster-state="}
+
+// KeepInitialCluster returns the rendered etcd manifest with the running
+// one's --initial-cluster and --initial-cluster-state (a flag the running
+// manifest lacks is dropped): the manifest kubeadm would have written for
+// this member, as `kubeadm join` writes it, with the state right after the
+// cluster where kubeadm's sorted arguments put it. The bytes are kubeadm's,
+// but for those lines, and the result is checked to differ from the
+// rendered Pod in nothing else; a manifest it cannot edit so (no
+// --initial-cluster in its command) is an error.
+func KeepInitialCluster(running, rendered *Manifest) (*Manifest, error) {
+	var keep []string // the running manifest's initial cluster flags, in order
+	for _, f := range initialClusterFlags {
+		if v, ok := flagValue(running, f); ok {
+			keep = append(keep, f+v)
+		}
+	}
+	lines := bytes.SplitAfter(rendered.Raw, []byte("\n"))
+	var out [][]byte
+	found := 0
+	for _, line := range lines {
+		item := strings.TrimLeft(string(line), " ")
+		indent := string(line[:len(line)-len(item)])
+		switch {
+		case strings.HasPrefix(item, "- "+initialClusterFlags[1]):
+			// dropped: written after --initial-cluster when it is kept
+		case strings.HasPrefix(item, "- "+initialClusterFlags[0]):
+			found++
+			for _, arg := range keep {
+				y, err := yaml.Marshal([]string{arg}) // quoted as kubeadm's emitter quotes
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, []byte(indent+string(y)))
+			}
+		default:
+			out = append(out, line)
+		}
+	}
+	if found != 1 {
+		return nil, fmt.Errorf("kubeadm's etcd manifest has %d --initial-cluster lines in its command, not 1", found)
+	}
+	m, err := ParseManifest(bytes.Join(out, nil))
+	if err != nil {
+		return nil, fmt.Errorf("kubeadm's etcd manifest with the running initial cluster: %w", err)
+	}
+	got := m.Pod.Spec.Containers[0]
+	if !withoutInitialCluster(m).SameAs(withoutInitialCluster(rendered)) ||
+		!slices.Equal(keep, slices.DeleteFunc(commandLine(got), func(a string) bool { return !isInitialCluster(a) })) {
+		return nil, errors.New("kubeadm's etcd manifest cannot be given the running initial cluster: its --initial-cluster is not an item of its command")
+	}
+	return m, nil
+}
+
+// flagValue is the value of the last flag (a prefix "--name=") in m's
+// first container's command line.
+func flagValue(m *Manifest, flag string) (string, bool) {
+	v, ok := "", false
+	for _, a := range commandLine(m.Pod.Spec.Containers[0]) {
+		if rest, found := strings.CutPrefix(a, flag); found {
+			v, ok = rest, true
+		}
+	}
+	return v, ok
+}
+
+func isInitialCluster(arg string) bool {
+	for _, f := range initialClusterFlags {
+		if strings.HasPrefix(arg, f) {
+			return true
+		}
+	}
+	return false
+}
 
 // ReadEtcd reads the local etcd member's manifest in dir; nil, nil when
 // there is none (external etcd, or a node without a member).
@@ -83,13 +162,7 @@ func dropFlags(args []string) []string {
 	}
 	out := []string{}
 	for _, a := range args {
-		keep := true
-		for _, f := range initialClusterFlags {
-			if strings.HasPrefix(a, f) {
-				keep = false
-			}
-		}
-		if keep {
+		if !isInitialCluster(a) {
 			out = append(out, a)
 		}
 	}

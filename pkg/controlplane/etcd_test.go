@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // testdata/etcd/rendered*.yaml are what kubeadm 1.37.2 renders with
@@ -77,5 +79,60 @@ func TestReadEtcd(t *testing.T) {
 	}
 	if Etcd.PodName() != "etcd" || Etcd.File() != "etcd.yaml" || strings.Join(Etcd.phase(), " ") != "init phase etcd local" {
 		t.Errorf("etcd is %s, %s, rendered by %v", Etcd.PodName(), Etcd.File(), Etcd.phase())
+	}
+}
+
+// A member that joined keeps its initial cluster: kubeadm renders the
+// manifest of a first member, and the running one's flags stand. The result
+// is, byte for byte, what `kubeadm join` wrote (running-joined-member.yaml
+// is rendered.yaml with them), so nothing is seen to change; a real change
+// is kept.
+func TestKeepInitialCluster(t *testing.T) {
+	read := func(name string) *Manifest {
+		t.Helper()
+		m, err := ReadManifest(filepath.Join("testdata", "etcd", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	joined, rendered := read("running-joined-member.yaml"), read("rendered.yaml")
+
+	got, err := KeepInitialCluster(joined, rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Raw) != string(joined.Raw) || !got.SameAs(joined) {
+		t.Errorf("a joined member as rendered (-want +got):\n%s", cmp.Diff(string(joined.Raw), string(got.Raw)))
+	}
+
+	changed, err := KeepInitialCluster(joined, read("rendered-snapshot-count.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := CompareEtcd(joined, changed); d != "adds --snapshot-count=12345, removes --snapshot-count=10000" || changed.SameAs(joined) {
+		t.Errorf("a changed flag: %q", d)
+	}
+	if v, _ := flagValue(changed, "--initial-cluster-state="); v != "existing" {
+		t.Errorf("--initial-cluster-state=%q, want the running existing", v)
+	}
+
+	// The first member (init's manifest, no state) going the other way:
+	// the rendered state is dropped, not kept.
+	back, err := KeepInitialCluster(rendered, joined)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(back.Raw) != string(rendered.Raw) {
+		t.Errorf("the first member (-want +got):\n%s", cmp.Diff(string(rendered.Raw), string(back.Raw)))
+	}
+
+	// A manifest whose command is not one item a line cannot be edited.
+	flow, err := ParseManifest([]byte(strings.Replace(string(rendered.Raw), "  - command:\n", "  - command: [etcd, --initial-cluster=cp-1=https://192.0.2.11:2380]\n    args:\n", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := KeepInitialCluster(joined, flow); err == nil {
+		t.Error("a flow-style command was edited")
 	}
 }

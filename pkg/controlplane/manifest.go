@@ -120,8 +120,22 @@ func (p Probe) Check(ctx context.Context, client *http.Client) error {
 // node itself (static Pods use the host's network), probed on 127.0.0.1.
 func (m *Manifest) Probe() (Probe, error) {
 	c := m.Pod.Spec.Containers[0]
+	return m.probe(c.StartupProbe, c.LivenessProbe, c.ReadinessProbe)
+}
+
+// ReadinessProbe is the manifest's readiness probe, else its Probe: for
+// kube-apiserver, /readyz, which answers only once it serves with its
+// storage, where /livez answers as soon as it runs.
+func (m *Manifest) ReadinessProbe() (Probe, error) {
+	c := m.Pod.Spec.Containers[0]
+	return m.probe(c.ReadinessProbe, c.StartupProbe, c.LivenessProbe)
+}
+
+// probe is the first HTTP probe of probes.
+func (m *Manifest) probe(probes ...*corev1.Probe) (Probe, error) {
+	c := m.Pod.Spec.Containers[0]
 	var handler *corev1.HTTPGetAction
-	for _, p := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
+	for _, p := range probes {
 		if p != nil && p.HTTPGet != nil {
 			handler = p.HTTPGet
 			break

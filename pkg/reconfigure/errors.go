@@ -40,6 +40,12 @@ const (
 	// release than kubernetesVersion (controlplane.KubeadmReleaseError)
 	// (AllowVersionChange).
 	StageVersion Stage = "version"
+	// StageEtcd: the node's etcd member may not be changed now: another
+	// member is being changed (EtcdBusyError), the cluster fails the
+	// checks (etcd.RefusedError), or its client certificate is not in the
+	// certificates directory (CertificatesDir), or the snapshot before the
+	// change failed (NoEtcdSnapshot).
+	StageEtcd Stage = "etcd"
 )
 
 // StageError is a run that stopped at Stage, or a warning about it. Its
@@ -118,21 +124,26 @@ func orUnknown(v string) string {
 	return v
 }
 
-// EtcdError is the warning of a run on a node whose local etcd member does
-// not run the applied configuration: its rendered manifest differs from the
-// running one (Difference says how), or could not be rendered or read
-// (Err). reconfigure does not change etcd, so the run is not recorded as the
-// node's last known good, which stands for the whole control plane.
-type EtcdError struct {
-	Difference string
-	Err        error
+// EtcdSnapshotError is the snapshot of the node's etcd member, taken before
+// the member is changed, that failed: nothing was changed.
+type EtcdSnapshotError struct {
+	Member string
+	Err    error
 }
 
-func (e *EtcdError) Error() string {
-	if e.Err != nil {
-		return "not recorded as the last known good: cannot compare etcd with its rendered manifest: " + exitcode.Message(e.Err)
-	}
-	return fmt.Sprintf("etcd would change (%s), but reconfigure does not change etcd: not recorded as the last known good", e.Difference)
+func (e *EtcdSnapshotError) Error() string {
+	return fmt.Sprintf("no snapshot of %s could be taken before changing it, so nothing was changed: %s", e.Member, exitcode.Message(e.Err))
 }
 
-func (e *EtcdError) Unwrap() error { return e.Err }
+func (e *EtcdSnapshotError) Unwrap() error { return e.Err }
+
+// EtcdCredentialsError is the node's etcd client certificate not found, or
+// not readable, in the certificates directory Dir (CertificatesDir).
+type EtcdCredentialsError struct {
+	Dir string
+	Err error
+}
+
+func (e *EtcdCredentialsError) Error() string { return exitcode.Message(e.Err) }
+
+func (e *EtcdCredentialsError) Unwrap() error { return e.Err }

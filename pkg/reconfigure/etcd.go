@@ -1,44 +1,93 @@
 package reconfigure
 
 import (
-	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
-// compareEtcd renders the node's local etcd member, when it has one (an
-// etcd manifest in the manifests directory) and the ClusterConfiguration's
-// etcd is local, and compares it with the running one. A difference, or a
-// failure to tell, is a warning, and the run is then not recorded as the
-// node's last known good: reconfigure does not change etcd. External etcd,
-// or a node without a member, has nothing to compare.
-func (r *run) compareEtcd(ctx context.Context, renderer controlplane.Renderer, src *source, file []byte, rep *Report) {
-	if src.doc.ExternalEtcd() {
-		return
-	}
-	diff, err := r.etcdDifference(ctx, renderer, file)
-	if err == nil && diff == "" {
-		return
-	}
-	r.etcdDiffers = true
-	rep.Warnings = append(rep.Warnings, &EtcdError{Difference: diff, Err: err})
+// The node's local etcd member is one of the run's components on a node of
+// a stacked control plane: rendered by kubeadm as the others
+// (`kubeadm init phase etcd local`), planned with the running member's
+// initial cluster (controlplane.KeepInitialCluster), and changed last, on
+// its own, once every other component is healthy on its new manifest, with
+// the guards of etcdGuard around it. An external etcd, or a node that runs
+// no member, is left alone, and the report says so.
+
+// EtcdReport is what a run did with the node's local etcd member.
+type EtcdReport struct {
+	// LeftAlone says why etcd is not part of the run, "" when it is (or
+	// was not asked for): the ClusterConfiguration's etcd is external, or
+	// the node runs no local member.
+	LeftAlone string
+	// Member names the member changed, as the checks before the change
+	// saw it (name, ID and endpoint); "" when it was not changed.
+	Member string
+	// Snapshot is the etcd snapshot taken before the member was changed;
+	// "" when none was.
+	Snapshot string
 }
 
-// etcdDifference is controlplane.CompareEtcd of the running and rendered
-// etcd manifests; "" when the node runs none.
-func (r *run) etcdDifference(ctx context.Context, renderer controlplane.Renderer, file []byte) (string, error) {
-	running, err := controlplane.ReadEtcd(r.req.ManifestsDir)
-	if err != nil || running == nil {
-		return "", err
+// considerEtcd decides whether the node's etcd member is one of the run's
+// components: it is asked for (no Components, or Etcd among them), the
+// ClusterConfiguration's etcd is local, and the node runs a member (an etcd
+// manifest in the manifests directory). It returns the running manifest
+// when it is, and sets r.components, r.etcdLocal and the report's
+// LeftAlone.
+func (r *run) considerEtcd(src *source, rep *EtcdReport) (*controlplane.Manifest, error) {
+	var running *controlplane.Manifest
+	if !src.doc.ExternalEtcd() {
+		m, err := controlplane.ReadEtcd(r.req.ManifestsDir)
+		if err != nil {
+			return nil, &StageError{Stage: StagePlan, Err: err}
+		}
+		running = m
 	}
-	out, err := renderer.Render(ctx, file, []controlplane.Component{controlplane.Etcd})
+	r.etcdLocal = running != nil
+	if len(r.req.Components) > 0 && !slices.Contains(r.req.Components, controlplane.Etcd) {
+		return nil, nil
+	}
+	r.components = slices.DeleteFunc(r.components, func(c controlplane.Component) bool { return c == controlplane.Etcd })
+	switch {
+	case src.doc.ExternalEtcd():
+		rep.LeftAlone = "etcd is external (etcd.external)"
+		return nil, nil
+	case running == nil:
+		rep.LeftAlone = fmt.Sprintf("no local etcd member on this node (no %s)", filepath.Join(r.req.ManifestsDir, controlplane.Etcd.File()))
+		return nil, nil
+	}
+	r.components = append(r.components, controlplane.Etcd)
+	return running, nil
+}
+
+// keepInitialCluster gives the rendered etcd manifest the running member's
+// initial cluster, in place in rendered.
+func keepInitialCluster(running *controlplane.Manifest, rendered map[controlplane.Component][]byte) error {
+	if running == nil {
+		return nil
+	}
+	m, err := controlplane.ParseManifest(rendered[controlplane.Etcd])
 	if err != nil {
-		return "", err
+		return &StageError{Stage: StageRender, Err: exitcode.Failuref("kubeadm's etcd manifest: %w", err)}
 	}
-	rendered, err := controlplane.ParseManifest(out[controlplane.Etcd])
+	kept, err := controlplane.KeepInitialCluster(running, m)
 	if err != nil {
-		return "", fmt.Errorf("kubeadm's etcd manifest: %w", err)
+		return &StageError{Stage: StageRender, Err: exitcode.New(exitcode.Failure, err)}
 	}
-	return controlplane.CompareEtcd(running, rendered), nil
+	rendered[controlplane.Etcd] = kept.Raw
+	return nil
+}
+
+// etcdChange is the plan's change of the etcd member, nil when it has none
+// or it is the same.
+func etcdChange(plan *controlplane.Plan) *controlplane.Change {
+	for i, ch := range plan.Changes {
+		if ch.Component == controlplane.Etcd && ch.Changed() {
+			return &plan.Changes[i]
+		}
+	}
+	return nil
 }

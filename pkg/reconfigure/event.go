@@ -16,6 +16,10 @@ const (
 	EventRendering EventKind = "rendering"
 	// EventComponent: one of controlplane.Apply's events, in Component.
 	EventComponent EventKind = "component"
+	// EventEtcd: a step of the guards around the change of the node's
+	// etcd member (the lock, the checks, the snapshot, the wait for the
+	// member to be back); Message says which.
+	EventEtcd EventKind = "etcd"
 )
 
 // Event is one step of a run, for progress output: a person watching the

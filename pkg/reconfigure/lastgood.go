@@ -42,7 +42,7 @@ func (r *run) appliedBackup(src *source) (*backup.Backup, error) {
 // good, when every component is on it and healthy. Only a refusal to read
 // the mirror Pods is an error: the rights are missing.
 func (r *run) markHealthy(ctx context.Context, src *source, plan *controlplane.Plan, opts controlplane.Options, rep *Report) error {
-	if !r.allComponents() || r.etcdDiffers {
+	if !r.allComponents() {
 		return nil
 	}
 	if err := controlplane.Check(ctx, plan, opts); err != nil {
@@ -63,14 +63,11 @@ func (r *run) markHealthy(ctx context.Context, src *source, plan *controlplane.P
 }
 
 // markLastGood records b as the node's last known good after a healthy run
-// over every component, whose etcd runs the configuration too.
+// over every component, its etcd member included when it has one.
 func (r *run) markLastGood(b *backup.Backup, rep *Report) {
 	if !r.allComponents() {
 		rep.Warnings = append(rep.Warnings, &PartialError{Components: r.components})
 		return
-	}
-	if r.etcdDiffers {
-		return // the EtcdError warning says why
 	}
 	if err := r.req.Store.MarkLastGood(b, rep.Node); err != nil {
 		rep.Warnings = append(rep.Warnings, &NotRecordedError{Healthy: true, Err: err})

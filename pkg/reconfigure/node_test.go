@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,8 +113,9 @@ func (n *testNode) etcdManifest(initialCluster, state, snapshotCount string) str
 		args = append(args, "--initial-cluster-state="+state)
 	}
 	args = append(args, "--snapshot-count="+snapshotCount)
-	for i, a := range args {
-		args[i] = strconv.Quote(a) // the cluster's list holds commas
+	var command strings.Builder
+	for _, a := range args {
+		command.WriteString("    - " + a + "\n") // one item a line, as kubeadm writes it
 	}
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -126,10 +126,10 @@ spec:
   containers:
   - name: etcd
     image: registry.k8s.io/etcd:3.7.0-0
-    command: [%s]
-    startupProbe:
+    command:
+%s    startupProbe:
       httpGet: {host: 127.0.0.1, port: %s, path: /readyz, scheme: HTTP}
-`, strings.Join(args, ", "), n.port)
+`, command.String(), n.port)
 }
 
 // running puts a manifest in the manifests directory; rendered has the

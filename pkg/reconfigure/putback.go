@@ -2,9 +2,11 @@ package reconfigure
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -22,15 +24,23 @@ type PutBackRequest struct {
 	// Wait is how long each component may take to come up healthy.
 	Wait     time.Duration
 	Progress func(Event)
+	// Config holds the etcd lock (EtcdLockLease) while the etcd member's
+	// manifest is put back, and CertificatesDir, Identity and Now are
+	// Request's: needed only when Manifests hold etcd's.
+	Config          *engine.Engine
+	CertificatesDir string
+	Identity        string
+	Now             func() time.Time
 }
 
 // PutBack puts the manifests of req back, one component at a time as Run
-// does, and waits until each is healthy; a component already on its
-// manifest is left alone. There is nothing to roll back to when one does
-// not come up: the error (exit code 1) then names it, and the node may be
-// down. The node agent puts a node back on its manifests from before a
-// rollout with it, when a resumed turn cannot be completed: Run's own
-// rollback only knows what the run itself replaced.
+// does (the etcd member last, holding the etcd lock, and back only once
+// its cluster says so), and waits until each is healthy; a component
+// already on its manifest is left alone. There is nothing to roll back to
+// when one does not come up: the error (exit code 1) then names it, and
+// the node may be down. The node agent puts a node back on its manifests
+// from before a rollout with it, when a resumed turn cannot be completed:
+// Run's own rollback only knows what the run itself replaced.
 func PutBack(ctx context.Context, req PutBackRequest) ([]controlplane.Outcome, error) {
 	unlock, err := controlplane.Lock(req.ManifestsDir)
 	if err != nil {
@@ -38,7 +48,7 @@ func PutBack(ctx context.Context, req PutBackRequest) ([]controlplane.Outcome, e
 	}
 	defer unlock()
 	var components []controlplane.Component
-	for _, c := range controlplane.Components() {
+	for _, c := range append(controlplane.Components(), controlplane.Etcd) {
 		if _, ok := req.Manifests[c]; ok {
 			components = append(components, c)
 		}
@@ -47,9 +57,19 @@ func PutBack(ctx context.Context, req PutBackRequest) ([]controlplane.Outcome, e
 	if err != nil {
 		return nil, &StageError{Stage: StagePlan, Err: err}
 	}
-	r := &run{req: Request{Progress: req.Progress}}
-	outcomes, err := controlplane.Apply(ctx, plan, controlplane.Options{Node: req.Node, Pods: req.Pods, Wait: req.Wait,
-		NoRollback: true, Progress: r.emitApply})
+	r := &run{req: Request{Progress: req.Progress, Config: req.Config, ManifestsDir: req.ManifestsDir, Wait: req.Wait,
+		CertificatesDir: req.CertificatesDir, Identity: req.Identity, Now: req.Now}}
+	r.req.Node.Name = req.Node
+	opts := controlplane.Options{Node: req.Node, Pods: req.Pods, Wait: req.Wait, NoRollback: true, Progress: r.emitApply}
+	if i := slices.IndexFunc(plan.Changes, func(ch controlplane.Change) bool { return ch.Component == controlplane.Etcd }); i >= 0 && plan.Changes[i].Changed() {
+		guard, err := r.guardPutBack(ctx, plan.Changes[i].Current)
+		if err != nil {
+			return nil, err
+		}
+		defer guard.release()
+		opts.Ready = guard.ready
+	}
+	outcomes, err := controlplane.Apply(ctx, plan, opts)
 	if err != nil {
 		return outcomes, exitcode.New(exitcode.Failure, err)
 	}

@@ -20,6 +20,7 @@ package reconfigure
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
@@ -30,17 +31,22 @@ import (
 // directory's lock (not on a dry run), reads the document, checks that no
 // upgrade is in progress (StageUpgrade), renders, plans, and checks that
 // the plan changes no versions (StageVersion); an error there is returned
-// with a nil Report, and nothing was changed. It also renders the node's
-// local etcd member, to compare: etcd is not changed, and a node whose etcd
-// would change is not recorded as its last known good (an EtcdError
-// warning). Once the plan is applied, a failure comes back with the Report of
-// what was done: controlplane's errors, exit code 8 when the node is back on
-// its previous manifests, 9 when the rollback failed too.
+// with a nil Report, and nothing was changed. The node's local etcd member
+// is a component too, planned with its running initial cluster and changed
+// last, on its own: when it changes, the cluster-wide etcd lock is taken,
+// the cluster checked and a snapshot taken before anything changes
+// (StageEtcd, exit 4 when refused), the cluster checked again right before
+// the member's manifest is replaced, and the member is back only once its
+// cluster says so and this node's API server is ready. Once the plan is
+// applied, a failure comes back with the Report of what was done:
+// controlplane's errors, exit code 8 when the node is back on its previous
+// manifests, 9 when the rollback failed too.
 func Run(ctx context.Context, req Request) (*Report, error) {
 	r := &run{req: req, components: req.Components}
 	if len(r.components) == 0 {
 		r.components = controlplane.Components()
 	}
+	r.components = slices.Clone(r.components)
 	if err := r.checkWait(); err != nil {
 		return nil, err
 	}
@@ -70,11 +76,19 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 	if err := r.checkKubeadm(ctx, renderer, src); err != nil {
 		return nil, err
 	}
+	var etcdRep EtcdReport
+	runningEtcd, err := r.considerEtcd(src, &etcdRep)
+	if err != nil {
+		return nil, err
+	}
 	r.emit(Event{Kind: EventRendering, Message: fmt.Sprintf("rendering the manifests of node %s (advertise address %s, port %d) with %s from %s",
 		node.Name, node.AdvertiseAddress, node.BindPort, req.Kubeadm, src.label)})
 	rendered, err := renderer.Render(ctx, file, r.components)
 	if err != nil {
 		return nil, &StageError{Stage: StageRender, Err: exitcode.New(exitcode.Failure, err)}
+	}
+	if err := keepInitialCluster(runningEtcd, rendered); err != nil {
+		return nil, err
 	}
 	plan, err := controlplane.NewPlan(req.ManifestsDir, rendered, r.components)
 	if err != nil {
@@ -83,11 +97,10 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 	if err := r.checkVersions(plan); err != nil {
 		return nil, err
 	}
-	rep := &Report{Node: node.Name, Source: src.label, DryRun: req.DryRun, Plan: plan}
+	rep := &Report{Node: node.Name, Source: src.label, DryRun: req.DryRun, Plan: plan, Etcd: etcdRep}
 	if src.backup != nil {
 		rep.Backup = src.backup.Name
 	}
-	r.compareEtcd(ctx, renderer, src, file, rep)
 	if req.DryRun {
 		return rep, nil
 	}
@@ -100,6 +113,14 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 			return nil, err
 		}
 		return rep, nil
+	}
+	if ch := etcdChange(plan); ch != nil {
+		guard, err := r.guardEtcd(ctx, src, node.Name, ch.Current, &rep.Etcd)
+		if err != nil {
+			return nil, err
+		}
+		defer guard.release()
+		opts.Before, opts.Ready = guard.before, guard.ready
 	}
 	applied, err := r.appliedBackup(src)
 	if err != nil {

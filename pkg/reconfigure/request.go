@@ -34,9 +34,10 @@ type Request struct {
 	ManifestsDir string
 	// Kubeadm is the kubeadm binary that renders the manifests.
 	Kubeadm string
-	// Components are reconfigured in controlplane.Components' order; nil
-	// is every one. Only a run over every component is recorded as the
-	// node's last known good.
+	// Components are reconfigured in controlplane.ParseComponents' order,
+	// etcd last; nil is every one, etcd included on a node that runs a
+	// local member of a local etcd. Only a run over every component the
+	// node has is recorded as the node's last known good.
 	Components []controlplane.Component
 	// Wait is how long each changed component may take to come up
 	// healthy before the rollback: at least controlplane.MinWait, unless
@@ -67,8 +68,26 @@ type Request struct {
 	UpgradeConfigMap string
 	// Progress receives what the run does, as it does it; nil discards it.
 	Progress func(Event)
+	// CertificatesDir is the node's kubeadm certificates directory, where
+	// the etcd client certificate its member is checked with is
+	// (etcd/healthcheck-client, else apiserver-etcd-client); "" is the
+	// ClusterConfiguration's certificatesDir, by default kubeadm's
+	// /etc/kubernetes/pki.
+	CertificatesDir string
+	// NoEtcdSnapshot skips the snapshot of the etcd member taken into
+	// Store before the member is changed.
+	NoEtcdSnapshot bool
+	// Identity names this run as the holder of the etcd lock
+	// (EtcdLockLease); "" is reconfigure/NODE/PID-RANDOM. The agent gives
+	// its own.
+	Identity string
+	// Now is the API server's clock (engine.ServerClock.Now), stamped on
+	// the etcd lock for people to read; nil is this host's. Whether a lock
+	// is abandoned is never judged by it.
+	Now func() time.Time
 	// Begin, when set, is called once the plan is known and before
-	// anything on the node changes, with the manifests directory still
+	// anything on the node changes (after the etcd member's checks and
+	// snapshot, when it changes), with the manifests directory still
 	// locked: the components that will change, by Pod name (none when the
 	// node already runs the document), and the ClusterConfiguration backup
 	// whose manifest backups will hold what they ran before ("" when none
@@ -109,6 +128,8 @@ type Report struct {
 	// Outcomes is what Apply did to each of Plan's components; nil when
 	// nothing had to change.
 	Outcomes []controlplane.Outcome
+	// Etcd is what became of the node's etcd member.
+	Etcd EtcdReport
 	// LastKnownGood is the backup now recorded as the node's last known
 	// good, "" when none was recorded (Warnings says why).
 	LastKnownGood string

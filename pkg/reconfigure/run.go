@@ -1,21 +1,31 @@
 package reconfigure
 
-import "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+import (
+	"slices"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+)
 
 // run is one Run's state.
 type run struct {
 	req        Request
 	components []controlplane.Component
-	// etcdDiffers: the node's etcd does not run the configuration, or
-	// could not be compared (an EtcdError warning says which): the run is
-	// not recorded as the node's last known good.
-	etcdDiffers bool
+	// etcdLocal: the node runs a local etcd member of the
+	// ClusterConfiguration's (local) etcd, asked for or not
+	// (considerEtcd).
+	etcdLocal bool
 }
 
 // allComponents reports whether every component is reconfigured, which a
-// last known good needs: it stands for the whole control plane.
+// last known good needs: it stands for the whole control plane, the
+// node's etcd member included when it has one.
 func (r *run) allComponents() bool {
-	return len(r.components) == len(controlplane.Components())
+	for _, c := range controlplane.Components() {
+		if !slices.Contains(r.components, c) {
+			return false
+		}
+	}
+	return !r.etcdLocal || slices.Contains(r.components, controlplane.Etcd)
 }
 
 func (r *run) emit(e Event) {

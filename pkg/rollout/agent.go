@@ -68,6 +68,11 @@ type AgentConfig struct {
 	Kubeadm          string
 	Wait             time.Duration
 	UpgradeConfigMap string
+	// CertificatesDir and NoEtcdSnapshot are reconfigure's too: where the
+	// node's etcd client certificate is, and whether a turn that changes
+	// the node's etcd member skips the snapshot before it.
+	CertificatesDir string
+	NoEtcdSnapshot  bool
 	// Heartbeat is how often the Lease is renewed (DefaultHeartbeat), and
 	// StaleAfter how old an earlier agent's Lease must be to be taken over
 	// (DefaultStaleAfter).

@@ -72,7 +72,8 @@ func (a *Agent) resume(ctx context.Context, r *Record, entry Node) {
 	}
 	a.log(true, "PuttingBack", "%s; putting node %s back on its manifests from before the rollout", why, node)
 	_, perr := reconfigure.PutBack(context.WithoutCancel(actx), reconfigure.PutBackRequest{Pods: a.cfg.Config, Node: node,
-		ManifestsDir: a.cfg.ManifestsDir, Manifests: before, Wait: a.cfg.Wait, Progress: a.progress})
+		ManifestsDir: a.cfg.ManifestsDir, Manifests: before, Wait: a.cfg.Wait, Progress: a.progress,
+		Config: a.cfg.Config, CertificatesDir: a.cfg.CertificatesDir, Identity: a.cfg.Identity, Now: a.cfg.Clock.Now})
 	if perr != nil {
 		a.finish(ctx, s.ID, Outcome{Phase: NodeRollbackFailed, Components: entry.Components,
 			Message: why + "; putting back the manifests from before the rollout failed: " + exitcode.Message(perr)}, perr)
@@ -85,7 +86,8 @@ func (a *Agent) resume(ctx context.Context, r *Record, entry Node) {
 // preRollout reads what each component ran before the rollout: the newest
 // manifest backup of this node kept under the entry's config backup (the
 // earlier agent replaced it), else the manifest it runs now (it was never
-// replaced).
+// replaced). The etcd member is put back only when it was replaced: it is
+// left alone otherwise.
 func (a *Agent) preRollout(entry Node) (map[controlplane.Component][]byte, error) {
 	out := map[controlplane.Component][]byte{}
 	if entry.Backup != "" {

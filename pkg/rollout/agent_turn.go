@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
 )
@@ -107,18 +108,15 @@ func (a *Agent) turn(ctx context.Context, r *Record) {
 }
 
 // notBegun handles a turn that stopped before the node changed. A
-// refusal of the document or the node's manifests, or a change of versions
-// (kubeadm upgrade's work), ends the turn (the node fails, unchanged, and
-// the rollout with it); anything else may pass (the manifests directory
-// busy, the API unreachable, an upgrade in progress, the turn taken back)
-// and is tried again on the next change or resync.
+// refusal of the document or the node's manifests, a change of versions
+// (kubeadm upgrade's work), or an etcd member that may not be changed
+// (the cluster fails the checks, no client certificate, no snapshot) ends
+// the turn (the node fails, unchanged, and the rollout with it); anything
+// else may pass (the manifests directory busy, another etcd member being
+// changed, the API unreachable, an upgrade in progress, the turn taken
+// back) and is tried again on the next change or resync.
 func (a *Agent) notBegun(ctx context.Context, s *Status, err error) {
-	var stage *reconfigure.StageError
-	var kubeadm *controlplane.KubeadmError
-	final := errors.As(err, &stage) && (stage.Stage == reconfigure.StagePlan || stage.Stage == reconfigure.StageDiscover ||
-		stage.Stage == reconfigure.StageVersion || stage.Stage == reconfigure.StageRender && errors.As(err, &kubeadm)) ||
-		exitcode.FromError(err) == exitcode.Invalid
-	if !final {
+	if !endsTurn(err) {
 		if msg := exitcode.Message(err); msg != a.lastTurnErr {
 			a.lastTurnErr = msg
 			a.logErr(err, true, "TurnDeferred", fmt.Sprintf("node %s cannot take its turn in %s %d yet: %s; trying again on the next change or within %s",
@@ -141,6 +139,29 @@ func (a *Agent) notBegun(ctx context.Context, s *Status, err error) {
 	}
 	a.event(ctx, cm, false, "NodeStarted", fmt.Sprintf("node %s started its turn in %s %d", a.cfg.Node.Name, s.Kind, s.ID))
 	a.eventErr(ctx, cm, err, true, string("Node"+NodeRolledBack), fmt.Sprintf("node %s failed before changing anything: %s", a.cfg.Node.Name, o.Message))
+}
+
+// endsTurn reports whether a run that stopped before the node changed
+// fails the node (see notBegun), rather than being tried again.
+func endsTurn(err error) bool {
+	var stage *reconfigure.StageError
+	var kubeadm *controlplane.KubeadmError
+	var busy *reconfigure.EtcdBusyError
+	if exitcode.FromError(err) == exitcode.Invalid {
+		return true
+	}
+	if !errors.As(err, &stage) {
+		return false
+	}
+	switch stage.Stage {
+	case reconfigure.StagePlan, reconfigure.StageDiscover, reconfigure.StageVersion:
+		return true
+	case reconfigure.StageRender:
+		return errors.As(err, &kubeadm)
+	case reconfigure.StageEtcd:
+		return !errors.As(err, &busy) && !errors.Is(err, engine.ErrUnreachable)
+	}
+	return false
 }
 
 // outcomeOf is how a run that began ended: Updated or Unchanged when it
@@ -209,6 +230,7 @@ func (a *Agent) request(r *Record, begin func([]string, string) error) reconfigu
 		Config: a.cfg.Config, Store: a.cfg.Store, Keep: a.cfg.Keep, Server: a.cfg.Server,
 		Source: reconfigure.Source{Pinned: a.pinned(r)}, Node: a.cfg.Node,
 		ManifestsDir: a.cfg.ManifestsDir, Kubeadm: a.cfg.Kubeadm, Wait: a.cfg.Wait, UpgradeConfigMap: a.cfg.UpgradeConfigMap,
+		CertificatesDir: a.cfg.CertificatesDir, NoEtcdSnapshot: a.cfg.NoEtcdSnapshot, Identity: a.cfg.Identity, Now: a.cfg.Clock.Now,
 		Progress: a.progress, Begin: begin,
 	}
 }
@@ -236,6 +258,8 @@ func (a *Agent) progress(e reconfigure.Event) {
 		a.log(true, "Reconfigure", "%s", e.Message)
 	case reconfigure.EventRendering:
 		a.log(false, "Reconfigure", "%s", e.Message)
+	case reconfigure.EventEtcd:
+		a.log(false, "Reconfigure", "etcd: %s", e.Message)
 	case reconfigure.EventComponent:
 		c := e.Component
 		switch c.Kind {

@@ -143,6 +143,7 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	o.config = rollout.AgentConfig{
 		Record: record, Config: config, Clock: c.Clock, Store: store, Keep: o.Backup.Keep, Server: c.Server,
 		Node: o.Node, ManifestsDir: o.ManifestsDir, Kubeadm: o.Kubeadm, Wait: o.Wait, UpgradeConfigMap: o.StateConfigMap,
+		CertificatesDir: o.CertificatesDir, NoEtcdSnapshot: o.NoEtcdSnapshot,
 		Heartbeat: o.HeartbeatInterval, StopGrace: o.StopGrace, Version: version.Version, Log: o.logLine,
 	}
 	return nil

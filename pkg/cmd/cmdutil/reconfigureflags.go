@@ -28,6 +28,13 @@ type ReconfigureFlags struct {
 	// an upgrade is in progress.
 	StateConfigMap string
 	Backup         *BackupFlags
+	// CertificatesDir is the node's kubeadm certificates directory
+	// (--cert-dir, as kubeadm names it), where the etcd client certificate
+	// is; "" is the ClusterConfiguration's certificatesDir.
+	CertificatesDir string
+	// NoEtcdSnapshot skips the etcd snapshot taken before the node's etcd
+	// member is changed.
+	NoEtcdSnapshot bool
 	// BindPortGiven is whether --bind-port was given (Complete sets it):
 	// only a port given is checked.
 	BindPortGiven bool
@@ -41,8 +48,8 @@ func NewReconfigureFlags() *ReconfigureFlags {
 
 // AddFlags binds the node flags (--node-name, --advertise-address,
 // --bind-port, with help saying what they mean to cmd), --patches,
-// --manifests-dir, --kubeadm, --wait, --key, --state-configmap,
-// --backup-dir and --keep.
+// --manifests-dir, --kubeadm, --wait, --key, --state-configmap, --cert-dir,
+// --no-etcd-snapshot, --backup-dir and --keep.
 func (f *ReconfigureFlags) AddFlags(cmd *cobra.Command, help NodeHelp) {
 	fs := cmd.Flags()
 	AddNodeFlags(cmd, &f.Node, help)
@@ -52,6 +59,9 @@ func (f *ReconfigureFlags) AddFlags(cmd *cobra.Command, help NodeHelp) {
 	fs.DurationVar(&f.Wait, "wait", f.Wait, "How long each changed component may take to come up healthy before the rollback (at least 30s)")
 	fs.StringVar(&f.Key, "key", f.Key, "ConfigMap key that holds the ClusterConfiguration")
 	fs.StringVar(&f.StateConfigMap, "state-configmap", f.StateConfigMap, "Name of the ConfigMap that holds the upgrade state (in -n)")
+	fs.StringVar(&f.CertificatesDir, "cert-dir", f.CertificatesDir,
+		"This node's kubeadm certificates directory, holding the etcd client certificate its etcd member is checked with (default: the ClusterConfiguration's certificatesDir, /etc/kubernetes/pki)")
+	fs.BoolVar(&f.NoEtcdSnapshot, "no-etcd-snapshot", f.NoEtcdSnapshot, "Change this node's etcd member without taking an etcd snapshot into --backup-dir first")
 	f.Backup.AddFlags(cmd, false)
 }
 

@@ -35,6 +35,8 @@ func ReconfigureHint(cmd *cobra.Command, err error) error {
 	var busy *controlplane.BusyError
 	var kubeadm *controlplane.KubeadmError
 	var inProgress *reconfigurenode.UpgradeInProgressError
+	var snapshot *reconfigurenode.EtcdSnapshotError
+	var creds *reconfigurenode.EtcdCredentialsError
 	// A hint names only a flag cmd has: the agent has no --components and
 	// overrides no refusal.
 	has := func(flag string) bool { return cmd.Flags().Lookup(flag) != nil }
@@ -60,6 +62,10 @@ func ReconfigureHint(cmd *cobra.Command, err error) error {
 		return exitcode.WithHint(err, "check --state-configmap, or pass --allow-during-upgrade to go on without the upgrade record")
 	case stage.Stage == reconfigurenode.StageUpgrade:
 		return exitcode.WithHint(err, "check --state-configmap")
+	case stage.Stage == reconfigurenode.StageEtcd && errors.As(err, &snapshot):
+		return exitcode.WithHint(err, "check --backup-dir, or pass --no-etcd-snapshot to change the member without one")
+	case stage.Stage == reconfigurenode.StageEtcd && errors.As(err, &creds):
+		return exitcode.WithHint(err, "give this node's kubeadm certificates directory with --cert-dir")
 	}
 	return err
 }

@@ -67,6 +67,8 @@ func (p *printer) event(e reconfigurenode.Event) {
 		p.warn("%s", e.Message)
 	case reconfigurenode.EventRendering:
 		p.line("%s", e.Message)
+	case reconfigurenode.EventEtcd:
+		p.line("etcd: %s", e.Message)
 	case reconfigurenode.EventComponent:
 		p.component(e.Component)
 	}

@@ -7,6 +7,7 @@ package reconfigure
 
 import (
 	"context"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -41,21 +42,31 @@ also refuses while the upgrade record (--state-configmap, see upgrade-status)
 says an upgrade is in progress, from its start until it is complete or
 aborted: --allow-during-upgrade overrides that, and only that.
 
-etcd is not changed by reconfigure. On a node with a local etcd member (an
-etcd.yaml manifest, and no etcd.external), its manifest is rendered too
-('kubeadm init phase etcd local --dry-run') and compared with the running
-one, the member's --initial-cluster and --initial-cluster-state aside: when
-they differ, reconfigure warns, and the run is not the node's last known good.
-
 A component whose rendered manifest equals the running one is left alone.
 The others are changed one at a time, kube-apiserver first, then
-kube-controller-manager, then kube-scheduler: the running manifest is backed
-up beside the ClusterConfiguration backups, replaced atomically, and then
-reconfigure waits until the kubelet runs the new one (its mirror Pod's
-kubernetes.io/config.hash changes, as kubeadm upgrade waits) and the
+kube-controller-manager, then kube-scheduler, then etcd: the running manifest
+is backed up beside the ClusterConfiguration backups, replaced atomically,
+and then reconfigure waits until the kubelet runs the new one (its mirror
+Pod's kubernetes.io/config.hash changes, as kubeadm upgrade waits) and the
 component answers its manifest's own probe. While kube-apiserver restarts,
 the API may be down on this node: that is waited through. A component the
 kubelet reports crash-looping on its new manifest fails at once.
+
+On a node with a local etcd member (an etcd.yaml manifest, and no
+etcd.external: an external etcd is left alone, and the output says so) the
+member is a component too, rendered by 'kubeadm init phase etcd local' with
+the running member's --initial-cluster and --initial-cluster-state kept
+(etcd reads them only when its data directory is empty). It is changed last,
+on its own, once the other components are healthy, and only one member of the
+cluster at a time: reconfigure holds the Lease kubeadmcfg-etcd-member while
+it changes it. Before anything on the node changes it checks that every
+member is healthy, no alarm is raised, the members are the control-plane
+nodes, and quorum survives this member being down (exit 4 naming the member
+in the way otherwise), and takes an etcd snapshot into --backup-dir
+(--no-etcd-snapshot skips it). The member is back once it answers with the
+same member ID, has caught up with the leader, every member is healthy, and
+this node's API server answers /readyz; otherwise its previous manifest is put
+back (exit 8, or 9 naming the member). Its data directory is never touched.
 
 If a component is not healthy within --wait, the previous manifests of every
 component this run changed are put back and waited for, and reconfigure exits
@@ -75,6 +86,9 @@ const reconfigureExample = `  # See what would change on this node, without chan
 
   # Apply the live ClusterConfiguration to this node's control plane
   kubectl kubeadmcfg reconfigure
+
+  # Only the node's etcd member, with its certificates in another directory
+  kubectl kubeadmcfg reconfigure --components etcd --cert-dir /srv/kubernetes/pki
 
   # Only the API server, with the node's kubeadm patches, waiting at most 2 minutes
   kubectl kubeadmcfg reconfigure --components apiserver --patches /etc/kubernetes/patches --wait 2m
@@ -104,6 +118,7 @@ type Options struct {
 	cmd        *cobra.Command
 	engine     *engine.Engine
 	server     string
+	now        func() time.Time // the API server's clock
 	genericiooptions.IOStreams
 }
 
@@ -111,7 +126,7 @@ type Options struct {
 func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
 	return &Options{
 		Cluster: cluster, ReconfigureFlags: cmdutil.NewReconfigureFlags(), Print: cmdutil.NewPrintFlags(),
-		Components: []string{string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler)},
+		Components: []string{string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler), string(controlplane.Etcd)},
 		DryRun:     string(engine.DryRunNone), IOStreams: streams,
 	}
 }
@@ -136,7 +151,8 @@ func NewCmdReconfigure(cluster *cmdutil.ClusterFlags, streams genericiooptions.I
 // AddFlags binds the options' flags.
 func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringSliceVar(&o.Components, "components", o.Components, "Components to reconfigure, always in the order apiserver, controller-manager, scheduler")
+	fs.StringSliceVar(&o.Components, "components", o.Components,
+		"Components to reconfigure, always in the order apiserver, controller-manager, scheduler, etcd (etcd only on a node that runs a local member)")
 	fs.StringVar(&o.FromBackup, "from-backup", o.FromBackup, "Apply the ClusterConfiguration of this backup instead of the live one")
 	fs.BoolVar(&o.LatestGood, "latest-good", o.LatestGood, "Apply this node's last known good ClusterConfiguration (see 'backup list')")
 	o.ReconfigureFlags.AddFlags(cmd, cmdutil.NodeHelp{
@@ -154,7 +170,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 		"Run even while the upgrade record (--state-configmap) says an upgrade is in progress, without reading it")
 	o.Print.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("components", cmdutil.FixedCompletion(
-		string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler)))
+		string(controlplane.APIServer), string(controlplane.ControllerManager), string(controlplane.Scheduler), string(controlplane.Etcd)))
 	_ = cmd.RegisterFlagCompletionFunc("from-backup", cmdutil.CompleteBackupNames(o.Backup))
 	_ = cmd.RegisterFlagCompletionFunc("dry-run", cmdutil.FixedCompletion(string(engine.DryRunNone), string(engine.DryRunClient)))
 }
@@ -172,7 +188,7 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	o.engine, o.server = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{}), c.Server
+	o.engine, o.server, o.now = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{}), c.Server, c.Clock.Now
 	return nil
 }
 
@@ -209,6 +225,7 @@ func (o *Options) Run(ctx context.Context) error {
 		Node:       o.Node,
 		Components: o.components, ManifestsDir: o.ManifestsDir, Kubeadm: o.Kubeadm,
 		Wait: o.Wait, NoRollback: o.NoRollback, DryRun: o.dryRun(),
+		CertificatesDir: o.CertificatesDir, NoEtcdSnapshot: o.NoEtcdSnapshot, Now: o.now,
 		AllowVersionChange: o.AllowVersionChange, AllowDuringUpgrade: o.AllowDuringUpgrade, UpgradeConfigMap: o.StateConfigMap,
 		Progress: p.event,
 	})

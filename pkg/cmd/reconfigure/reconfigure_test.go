@@ -24,10 +24,13 @@ func TestReconfigureValidate(t *testing.T) {
 		{"latest good, one component, dry run", r(func(o *Options) {
 			o.LatestGood, o.Components, o.DryRun = true, []string{"kube-apiserver"}, "client"
 		}), ""},
-		{"unknown component", r(func(o *Options) { o.Components = []string{"apiserver", "etcd"} }),
-			`--components: unknown component "etcd" (want apiserver, controller-manager or scheduler)`},
+		// etcd is a component since issue 22 (it was refused before).
+		{"etcd", r(func(o *Options) { o.Components = []string{"apiserver", "etcd"} }), ""},
+		{"etcd alone", r(func(o *Options) { o.Components = []string{"etcd"} }), ""},
+		{"unknown component", r(func(o *Options) { o.Components = []string{"apiserver", "kubelet"} }),
+			`--components: unknown component "kubelet" (want apiserver, controller-manager, scheduler or etcd)`},
 		{"no component", r(func(o *Options) { o.Components = nil }),
-			"--components: no component given (want apiserver, controller-manager or scheduler)"},
+			"--components: no component given (want apiserver, controller-manager, scheduler or etcd)"},
 		{"two sources", r(func(o *Options) { o.FromBackup, o.LatestGood = "b", true }),
 			"give --from-backup or --latest-good, not both"},
 		{"node name", r(func(o *Options) { o.Node.Name = "CP_1" }),

@@ -20,15 +20,18 @@ type Result struct {
 	// Source is the ClusterConfiguration applied: the live one, or a backup.
 	Source string `json:"source"`
 	// Backup is the ClusterConfiguration backup the run applied.
-	Backup        string            `json:"backup,omitempty"`
-	DryRun        bool              `json:"dryRun"`
-	Changed       bool              `json:"changed"`
-	Components    []ComponentResult `json:"components"`
-	LastKnownGood string            `json:"lastKnownGood,omitempty"`
-	Diff          string            `json:"diff,omitempty"`
-	Warnings      []string          `json:"warnings"`
-	Error         string            `json:"error,omitempty"`
-	ExitCode      int               `json:"exitCode"`
+	Backup     string            `json:"backup,omitempty"`
+	DryRun     bool              `json:"dryRun"`
+	Changed    bool              `json:"changed"`
+	Components []ComponentResult `json:"components"`
+	// Etcd is what became of the node's etcd member beyond its component:
+	// why it was left alone, or the member changed and its snapshot.
+	Etcd          *EtcdResult `json:"etcd,omitempty"`
+	LastKnownGood string      `json:"lastKnownGood,omitempty"`
+	Diff          string      `json:"diff,omitempty"`
+	Warnings      []string    `json:"warnings"`
+	Error         string      `json:"error,omitempty"`
+	ExitCode      int         `json:"exitCode"`
 }
 
 // ComponentResult is what happened to one component.
@@ -48,6 +51,17 @@ type ComponentResult struct {
 	RolledBack   bool   `json:"rolledBack"`
 }
 
+// EtcdResult is reconfigurenode.EtcdReport as -o prints it.
+type EtcdResult struct {
+	// LeftAlone says why etcd was not considered: an external etcd, or no
+	// local member on the node.
+	LeftAlone string `json:"leftAlone,omitempty"`
+	// Member is the member changed; Snapshot the etcd snapshot taken
+	// before, in --backup-dir ('backup list' shows it).
+	Member   string `json:"member,omitempty"`
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
 // newResult turns the run's report into what the command prints; warning
 // words a warning.
 func newResult(rep *reconfigurenode.Report, warning func(error) string) *Result {
@@ -57,6 +71,9 @@ func newResult(rep *reconfigurenode.Report, warning func(error) string) *Result 
 		res.Components = append(res.Components, ComponentResult{
 			Name: ch.Component.PodName(), Manifest: ch.Path, Changed: ch.Changed(), MirrorPod: ch.Current.MirrorPodName(rep.Node)})
 		res.Changed = res.Changed || ch.Changed()
+	}
+	if e := rep.Etcd; e != (reconfigurenode.EtcdReport{}) {
+		res.Etcd = &EtcdResult{LeftAlone: e.LeftAlone, Member: e.Member, Snapshot: e.Snapshot}
 	}
 	res.setOutcomes(rep.Outcomes)
 	if rep.DryRun {
@@ -108,8 +125,14 @@ func printResult(streams genericiooptions.IOStreams, print *cmdutil.PrintFlags, 
 		}
 		fmt.Fprintf(w, "%s\t%s\n", c.Name, state)
 	}
+	if res.Etcd != nil && res.Etcd.LeftAlone != "" {
+		fmt.Fprintf(w, "etcd\tleft alone: %s\n", res.Etcd.LeftAlone)
+	}
 	if err := w.Flush(); err != nil {
 		return err
+	}
+	if res.Etcd != nil && res.Etcd.Snapshot != "" {
+		fmt.Fprintf(streams.Out, "etcd snapshot taken before the change: %s\n", res.Etcd.Snapshot)
 	}
 	switch {
 	case res.DryRun:
