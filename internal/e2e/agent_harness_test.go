@@ -203,17 +203,6 @@ func (c *agentCluster) start(t *testing.T, try time.Duration) int64 {
 	return id
 }
 
-// change applies a change to the record through the model.
-func (c *agentCluster) change(t *testing.T, change func(r *rollout.Record) (bool, error)) {
-	t.Helper()
-	if _, err := c.record.Update(context.Background(), func(cm *corev1.ConfigMap) (bool, error) {
-		_, changed, err := rollout.Apply(cm, change)
-		return changed, err
-	}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // current reads the record.
 func (c *agentCluster) current(t *testing.T) *rollout.Record {
 	t.Helper()
