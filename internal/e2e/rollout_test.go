@@ -47,7 +47,9 @@ func TestRolloutPreflightRefusals(t *testing.T) {
 	refused([]string{"patch", "--no-backup", "--set", "clusterName=refused", "--rollout"},
 		"nothing was written, the rollout could not start: preflight failed, nothing was started: node "+n1+": no agent")
 
-	cp.renew(n1, time.Now().Add(-2*time.Minute))
+	// Renewed 2m30s ago by this clock: the server's Date, whole seconds,
+	// may be a second behind, and a round 2m would then read 119s.
+	cp.renew(n1, time.Now().Add(-150*time.Second))
 	cp.setPodsReady(n2, false)
 	refused([]string{"rollout", "start"}, "node "+n1+": its agent is lost (last seen 2m", "node "+n2+": kube-apiserver is not Ready, kube-controller-manager is not Ready, kube-scheduler is not Ready")
 	// A longer --stale-after takes the agent for alive.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -226,4 +227,25 @@ func TestPruneEtcdSnapshots(t *testing.T) {
 func sortedNames(names ...string) []string {
 	slices.Sort(names)
 	return names
+}
+
+// A snapshot that would leave less than the reserve free is refused with
+// exit 4, and nothing is left behind. The reserve is the whole filesystem
+// here, so that the refusal does not depend on the disk's fill.
+func TestEtcdSnapshotKeepsTheReserveFree(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("free space is checked on Linux only")
+	}
+	t.Setenv(DiskReserveEnv, "100")
+	s := &Store{Dir: filepath.Join(t.TempDir(), "b")}
+	data := fakeSnapshot(t, 3)
+	_, err := s.WriteEtcdSnapshot(bytes.NewReader(data), snapMeta("cp-1", 812), int64(len(data)))
+	if exitcode.FromError(err) != exitcode.Conflict || !strings.Contains(err.Error(), "100% of the filesystem") {
+		t.Fatalf("err %v, want exit 4 for the space kept free", err)
+	}
+	if _, err := os.Stat(s.Dir); err == nil {
+		if names := entries(t, s.Dir); len(names) != 0 {
+			t.Fatalf("left behind: %v", names)
+		}
+	}
 }
