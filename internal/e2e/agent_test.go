@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -23,20 +22,11 @@ import (
 // the agents' doing.
 
 func TestAgent(t *testing.T) {
-	if !testcluster.InTestNetns() {
-		start := time.Now()
-		err := testcluster.ReexecInNetns(context.Background(), "^TestAgent$", 40*time.Minute, func(line string) { t.Log(line) })
-		t.Logf("TestAgent in its network namespace took %s", time.Since(start).Round(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
+	if !inOwnNetns(t, 40*time.Minute) {
 		return
 	}
 	c := startAgentCluster(t)
-	steps := []struct {
-		name string
-		run  func(t *testing.T, c *agentCluster)
-	}{
+	runSteps(t, c, []step[*agentCluster]{
 		{"a node out of sync after a patch, in sync after a rollout of it across 3 nodes, one at a time", agentSuccess},
 		{"a bad flag fails the first node, which rolls back; the others are untouched", agentBadFlag},
 		{"a record edited into garbage is reported and changes nothing", agentGarbage},
@@ -44,12 +34,7 @@ func TestAgent(t *testing.T) {
 		{"an agent SIGKILLed while a bad flag crashes: restarted, it puts the node back on its manifests from before", agentKilledBadFlag},
 		{"a try not confirmed is reverted by the agents; a confirmed one stays", agentTry},
 		{"SIGTERM stops an agent cleanly: exit 0, no lease left", agentStop},
-	}
-	for _, step := range steps {
-		if !t.Run(step.name, func(t *testing.T) { step.run(t, c) }) {
-			return
-		}
-	}
+	})
 }
 
 func agentSuccess(t *testing.T, c *agentCluster) {

@@ -25,20 +25,11 @@ import (
 // The steps run in order on one cluster; each leaves it healthy.
 
 func TestEtcdReconfigure(t *testing.T) {
-	if !testcluster.InTestNetns() {
-		start := time.Now()
-		err := testcluster.ReexecInNetns(context.Background(), "^TestEtcdReconfigure$", 40*time.Minute, func(line string) { t.Log(line) })
-		t.Logf("TestEtcdReconfigure in its network namespace took %s", time.Since(start).Round(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
+	if !inOwnNetns(t, 40*time.Minute) {
 		return
 	}
 	c := startEtcdCluster(t)
-	steps := []struct {
-		name string
-		run  func(t *testing.T, c *etcdCluster)
-	}{
+	runSteps(t, c, []step[*etcdCluster]{
 		{"a joined member with nothing changed is unchanged", etcdUnchanged},
 		{"an etcd.local change shows as drift of every member", etcdDrift},
 		{"a member down beforehand: refused with exit 4 naming it, nothing changed", etcdMemberDown},
@@ -46,12 +37,7 @@ func TestEtcdReconfigure(t *testing.T) {
 		{"the snapshot taken before a change restores with etcdutl and holds kubeadm-config", etcdSnapshotRestores},
 		{"a flag etcd refuses: the first member rolls back (exit 8), the others untouched", etcdBadFlag},
 		{"with an agent on every node: nodes shows etcd drift, and a rollout changes every member one at a time", etcdRollout},
-	}
-	for _, step := range steps {
-		if !t.Run(step.name, func(t *testing.T) { step.run(t, c) }) {
-			return
-		}
-	}
+	})
 }
 
 // etcdCluster is the test's control plane, its nodes in order.

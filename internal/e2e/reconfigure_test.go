@@ -30,13 +30,7 @@ const (
 )
 
 func TestReconfigure(t *testing.T) {
-	if !testcluster.InTestNetns() {
-		start := time.Now()
-		err := testcluster.ReexecInNetns(context.Background(), "^TestReconfigure$", 20*time.Minute, func(line string) { t.Log(line) })
-		t.Logf("TestReconfigure in its network namespace took %s", time.Since(start).Round(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
+	if !inOwnNetns(t, 20*time.Minute) {
 		return
 	}
 	cp := startNodes(t)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -19,31 +17,17 @@ import (
 // built plugin and the real kubectl.
 
 func TestRolloutOnAgents(t *testing.T) {
-	if !testcluster.InTestNetns() {
-		start := time.Now()
-		err := testcluster.ReexecInNetns(context.Background(), "^TestRolloutOnAgents$", 40*time.Minute, func(line string) { t.Log(line) })
-		t.Logf("TestRolloutOnAgents in its network namespace took %s", time.Since(start).Round(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
+	if !inOwnNetns(t, 40*time.Minute) {
 		return
 	}
 	c := startAgentCluster(t)
-	steps := []struct {
-		name string
-		run  func(t *testing.T, c *agentCluster)
-	}{
+	runSteps(t, c, []step[*agentCluster]{
 		{"nodes: out of sync after a patch without a rollout, in sync after rollout start --wait", rolloutNodesInSync},
 		{"patch --rollout --wait carries the write to every node, one at a time", rolloutPatchWait},
 		{"--canary 1 pauses after one node; resume finishes", rolloutCanary},
 		{"a bad flag: start --wait exits 8 naming the node; undo --wait puts the document and every node back", rolloutBadFlagUndo},
 		{"a missing agent: the preflight names it, and nothing starts", rolloutMissingAgent},
-	}
-	for _, step := range steps {
-		if !t.Run(step.name, func(t *testing.T) { step.run(t, c) }) {
-			return
-		}
-	}
+	})
 }
 
 // plugin runs `kubectl kubeadmcfg ARGS` against the local control plane.

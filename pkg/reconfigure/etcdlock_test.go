@@ -3,17 +3,15 @@ package reconfigure
 import (
 	"context"
 	"errors"
-	"strconv"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/casfake"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -28,7 +26,7 @@ import (
 func TestEtcdLock(t *testing.T) {
 	ctx := context.Background()
 	newLeases := func() (*engine.Engine, *fake.Clientset) {
-		client := casLeases(fake.NewClientset())
+		client := casfake.Leases(fake.NewClientset())
 		return engine.New(client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey},
 			engine.Options{Timeout: 5 * time.Second}), client
 	}
@@ -119,40 +117,4 @@ func TestEtcdLock(t *testing.T) {
 			t.Errorf("holder and node %q", got)
 		}
 	})
-}
-
-// casLeases makes the fake's Lease writes compare-and-swap on
-// resourceVersion, as the API server's are: every write gets a new one,
-// and an update of an older copy conflicts.
-func casLeases(client *fake.Clientset) *fake.Clientset {
-	rv := 0
-	gvr := coordinationv1.SchemeGroupVersion.WithResource("leases")
-	client.PrependReactor("create", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		l := a.(k8stesting.CreateAction).GetObject().(*coordinationv1.Lease).DeepCopy()
-		l.Namespace = a.GetNamespace()
-		rv++
-		l.ResourceVersion = strconv.Itoa(rv)
-		if err := client.Tracker().Create(gvr, l, l.Namespace); err != nil {
-			return true, nil, err
-		}
-		return true, l, nil
-	})
-	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease).DeepCopy()
-		l.Namespace = a.GetNamespace()
-		current, err := client.Tracker().Get(gvr, l.Namespace, l.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		if current.(*coordinationv1.Lease).ResourceVersion != l.ResourceVersion {
-			return true, nil, apierrors.NewConflict(gvr.GroupResource(), l.Name, nil)
-		}
-		rv++
-		l.ResourceVersion = strconv.Itoa(rv)
-		if err := client.Tracker().Update(gvr, l, l.Namespace); err != nil {
-			return true, nil, err
-		}
-		return true, l, nil
-	})
-	return client
 }

@@ -1,0 +1,43 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
+)
+
+// inOwnNetns reports whether t runs in a network namespace the test made
+// itself. Outside one, it runs t again in a new namespace (the test binary
+// with -run naming t alone, for up to timeout), passes its output on, and
+// reports false: the caller returns, its work done in there.
+func inOwnNetns(t *testing.T, timeout time.Duration) bool {
+	t.Helper()
+	if testcluster.InTestNetns() {
+		return true
+	}
+	start := time.Now()
+	err := testcluster.ReexecInNetns(context.Background(), "^"+t.Name()+"$", timeout, func(line string) { t.Log(line) })
+	t.Logf("%s in its network namespace took %s", t.Name(), time.Since(start).Round(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
+}
+
+// step is one step of a test whose steps run in order on one cluster C.
+type step[C any] struct {
+	name string
+	run  func(t *testing.T, c C)
+}
+
+// runSteps runs steps in order on c, and none after the first that fails:
+// each builds on what the ones before left.
+func runSteps[C any](t *testing.T, c C, steps []step[C]) {
+	for _, s := range steps {
+		if !t.Run(s.name, func(t *testing.T) { s.run(t, c) }) {
+			return
+		}
+	}
+}
