@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -217,12 +218,12 @@ func (b *rolloutBench) settle(ctx context.Context) error {
 		}
 		settled := true
 		for _, n := range b.nodes.Nodes {
-			l, err := b.client.CoordinationV1().Leases("kube-system").Get(ctx, rollout.AgentLeaseName(n.Name), metav1.GetOptions{})
+			l, err := b.client.CoordinationV1().Leases("kube-system").Get(ctx, nodestate.LeaseName(n.Name), metav1.GetOptions{})
 			if err != nil {
 				settled = false
 				break
 			}
-			_, st, ok, err := rollout.AgentOf(l)
+			_, st, ok, err := nodestate.FromLease(l)
 			if err != nil || !ok || st == nil || st.LiveResourceVersion != cm.ResourceVersion {
 				settled = false
 			}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -297,21 +298,21 @@ func (c *agentCluster) nodeStarted(t *testing.T, id int64) map[string]int {
 }
 
 // nodeState reads the state node name's agent publishes.
-func (c *agentCluster) nodeState(t *testing.T, name string) (*rollout.NodeState, bool) {
+func (c *agentCluster) nodeState(t *testing.T, name string) (*nodestate.State, bool) {
 	t.Helper()
-	l, err := c.client.CoordinationV1().Leases("kube-system").Get(context.Background(), rollout.AgentLeaseName(name), metav1.GetOptions{})
+	l, err := c.client.CoordinationV1().Leases("kube-system").Get(context.Background(), nodestate.LeaseName(name), metav1.GetOptions{})
 	if err != nil {
 		return nil, false
 	}
-	node, st, ok, err := rollout.AgentOf(l)
+	node, st, ok, err := nodestate.FromLease(l)
 	if err != nil || !ok || node != name || st == nil {
 		return nil, false
 	}
-	return st, rollout.Alive(l, time.Now(), 3*agentHeartbeat)
+	return st, nodestate.Alive(l, time.Now(), 3*agentHeartbeat)
 }
 
 // waitStates waits until every node's published state satisfies ok.
-func (c *agentCluster) waitStates(t *testing.T, what string, ok func(st *rollout.NodeState) bool) {
+func (c *agentCluster) waitStates(t *testing.T, what string, ok func(st *nodestate.State) bool) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for _, name := range c.names() {

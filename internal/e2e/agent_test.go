@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	nodeagent "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/agent"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -38,9 +40,9 @@ func TestAgent(t *testing.T) {
 }
 
 func agentSuccess(t *testing.T, c *agentCluster) {
-	c.waitStates(t, "in sync", func(st *rollout.NodeState) bool { return st.InSync && st.Error == "" })
+	c.waitStates(t, "in sync", func(st *nodestate.State) bool { return st.InSync && st.Error == "" })
 	c.patch(t, "--set", "apiServer.extraArgs.audit-log-maxbackup=7")
-	c.waitStates(t, "kube-apiserver out of sync", func(st *rollout.NodeState) bool {
+	c.waitStates(t, "kube-apiserver out of sync", func(st *nodestate.State) bool {
 		return !st.InSync && slices.Equal(st.Differs, []string{"kube-apiserver"})
 	})
 	id := c.start(t, 0)
@@ -69,7 +71,7 @@ func agentSuccess(t *testing.T, c *agentCluster) {
 	if diff := cmp.Diff(map[string]int{"cp-0": 1, "cp-1": 1, "cp-2": 1}, c.nodeStarted(t, id)); diff != "" {
 		t.Errorf("NodeStarted Events per node (-want +got):\n%s", diff)
 	}
-	c.waitStates(t, "in sync", func(st *rollout.NodeState) bool { return st.InSync && st.LastKnownGood != "" })
+	c.waitStates(t, "in sync", func(st *nodestate.State) bool { return st.InSync && st.LastKnownGood != "" })
 }
 
 func agentBadFlag(t *testing.T, c *agentCluster) {
@@ -102,7 +104,7 @@ func agentBadFlag(t *testing.T, c *agentCluster) {
 	c.wantOneAtATime(t)
 	// Back to the document every node runs.
 	c.putDocument(t, good)
-	c.waitStates(t, "in sync", func(st *rollout.NodeState) bool { return st.InSync })
+	c.waitStates(t, "in sync", func(st *nodestate.State) bool { return st.InSync })
 }
 
 func agentGarbage(t *testing.T, c *agentCluster) {
@@ -141,7 +143,7 @@ func agentGarbage(t *testing.T, c *agentCluster) {
 		c.waitLog(t, name, "warning RecordDamaged: the rollout record kube-system/kubeadmcfg-rollout is damaged: data.status:")
 	}
 	// The agents read the record again within their resync; give them one.
-	time.Sleep(rollout.DefaultResync + 2*time.Second)
+	time.Sleep(nodeagent.DefaultResync + 2*time.Second)
 	after := c.allManifests(t)
 	for _, name := range c.names() {
 		if diff := cmpManifests(before[name], after[name]); diff != "" {
@@ -256,7 +258,7 @@ func agentKilledBadFlag(t *testing.T, c *agentCluster) {
 		t.Errorf("NodeStarted Events per node (-want +got):\n%s", diff)
 	}
 	c.putDocument(t, good)
-	c.waitStates(t, "in sync", func(st *rollout.NodeState) bool { return st.InSync })
+	c.waitStates(t, "in sync", func(st *nodestate.State) bool { return st.InSync })
 }
 
 func agentTry(t *testing.T, c *agentCluster) {
@@ -321,7 +323,7 @@ func agentStop(t *testing.T, c *agentCluster) {
 		if r.code != 0 || !strings.Contains(r.stderr, "deleted its lease") {
 			t.Errorf("agent of %s: want exit 0 after deleting its lease, got %s", name, r)
 		}
-		if _, err := c.client.CoordinationV1().Leases("kube-system").Get(context.Background(), rollout.AgentLeaseName(name), metav1.GetOptions{}); err == nil {
+		if _, err := c.client.CoordinationV1().Leases("kube-system").Get(context.Background(), nodestate.LeaseName(name), metav1.GetOptions{}); err == nil {
 			t.Errorf("the lease of %s is still there", name)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -15,11 +16,11 @@ type nodesView struct {
 	LiveHash            string `json:"liveHash"`
 	LiveResourceVersion string `json:"liveResourceVersion"`
 	Nodes               []struct {
-		Name         string              `json:"name"`
-		ControlPlane bool                `json:"controlPlane"`
-		Agent        rollout.AgentStatus `json:"agent"`
-		InSync       rollout.Sync        `json:"inSync"`
-		InSyncReason string              `json:"inSyncReason"`
+		Name         string          `json:"name"`
+		ControlPlane bool            `json:"controlPlane"`
+		Agent        nodestate.Agent `json:"agent"`
+		InSync       nodestate.Sync  `json:"inSync"`
+		InSyncReason string          `json:"inSyncReason"`
 	} `json:"nodes"`
 }
 
@@ -43,9 +44,9 @@ func TestNodesShowsPublishedState(t *testing.T) {
 	cp := e.fakeControlPlane(3)
 	live := rollout.Hash([]byte(e.document()))
 	rv := e.configMapRV()
-	cp.publish(cp.nodes[0], rollout.NodeState{AgentVersion: "v-test", InSync: true, LiveHash: live, LiveResourceVersion: rv,
+	cp.publish(cp.nodes[0], nodestate.State{AgentVersion: "v-test", InSync: true, LiveHash: live, LiveResourceVersion: rv,
 		LastKnownGood: "kubeadm-config-rv" + rv, CheckedAt: time.Now().UTC().Format(time.RFC3339)})
-	cp.publish(cp.nodes[1], rollout.NodeState{AgentVersion: "v-test", Differs: []string{"kube-apiserver"}, LiveHash: live,
+	cp.publish(cp.nodes[1], nodestate.State{AgentVersion: "v-test", Differs: []string{"kube-apiserver"}, LiveHash: live,
 		LiveResourceVersion: rv, CheckedAt: time.Now().UTC().Format(time.RFC3339)})
 	cp.removeAgent(cp.nodes[2])
 
@@ -54,10 +55,10 @@ func TestNodesShowsPublishedState(t *testing.T) {
 		t.Fatalf("nodes: %+v", v)
 	}
 	want := []struct {
-		sync     rollout.Sync
+		sync     nodestate.Sync
 		reason   string
-		liveness rollout.Liveness
-	}{{rollout.SyncYes, "", rollout.AgentAlive}, {rollout.SyncNo, "kube-apiserver", rollout.AgentAlive}, {rollout.SyncUnknown, "no agent", rollout.AgentNone}}
+		liveness nodestate.Liveness
+	}{{nodestate.SyncYes, "", nodestate.AgentAlive}, {nodestate.SyncNo, "kube-apiserver", nodestate.AgentAlive}, {nodestate.SyncUnknown, "no agent", nodestate.AgentNone}}
 	for i, w := range want {
 		n := v.Nodes[i]
 		if n.Name != cp.nodes[i] || !n.ControlPlane || n.InSync != w.sync || n.InSyncReason != w.reason || n.Agent.Liveness != w.liveness {
@@ -80,7 +81,7 @@ func TestNodesShowsPublishedState(t *testing.T) {
 	// stale "yes".
 	wantExit(t, e.plugin("patch", "--no-backup", "--set", "apiServer.extraArgs.audit-log-maxage=9"), 0)
 	v = e.nodes()
-	if n := v.Nodes[0]; n.InSync != rollout.SyncUnknown || n.InSyncReason != "checked against an older document (resourceVersion "+rv+")" {
+	if n := v.Nodes[0]; n.InSync != nodestate.SyncUnknown || n.InSyncReason != "checked against an older document (resourceVersion "+rv+")" {
 		t.Errorf("after a patch: %+v", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -51,14 +52,14 @@ func (c *agentCluster) nodesView(t *testing.T) nodesView {
 
 // wantNodes waits until `nodes -o json` shows every node with sync and
 // reason (the agents look again after a change, within seconds).
-func (c *agentCluster) wantNodes(t *testing.T, sync rollout.Sync, reason string) {
+func (c *agentCluster) wantNodes(t *testing.T, sync nodestate.Sync, reason string) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		v := c.nodesView(t)
 		ok := len(v.Nodes) == 3
 		for _, n := range v.Nodes {
-			ok = ok && n.InSync == sync && n.InSyncReason == reason && n.Agent.Liveness == rollout.AgentAlive
+			ok = ok && n.InSync == sync && n.InSyncReason == reason && n.Agent.Liveness == nodestate.AgentAlive
 		}
 		if ok {
 			return
@@ -99,9 +100,9 @@ func wantEveryNode(t *testing.T, s *rollout.Status, phase rollout.NodePhase) {
 }
 
 func rolloutNodesInSync(t *testing.T, c *agentCluster) {
-	c.wantNodes(t, rollout.SyncYes, "")
+	c.wantNodes(t, nodestate.SyncYes, "")
 	c.patch(t, "--set", "apiServer.extraArgs.audit-log-maxbackup=7")
-	c.wantNodes(t, rollout.SyncNo, "kube-apiserver")
+	c.wantNodes(t, nodestate.SyncNo, "kube-apiserver")
 	r := c.plugin(t, 8*time.Minute, "rollout", "start", "--wait")
 	wantEnded(t, r, 0)
 	if !strings.Contains(r.stdout, "Succeeded: every node runs sha256:") {
@@ -109,7 +110,7 @@ func rolloutNodesInSync(t *testing.T, c *agentCluster) {
 	}
 	wantEveryNode(t, c.current(t).Status, rollout.NodeUpdated)
 	c.wantAPIServerFlag(t, "--audit-log-maxbackup=7")
-	c.wantNodes(t, rollout.SyncYes, "")
+	c.wantNodes(t, nodestate.SyncYes, "")
 	c.wantOneAtATime(t)
 }
 
@@ -195,7 +196,7 @@ func rolloutBadFlagUndo(t *testing.T, c *agentCluster) {
 			t.Errorf("%s is not back on its previous manifests: %s", name, diff)
 		}
 	}
-	c.wantNodes(t, rollout.SyncYes, "")
+	c.wantNodes(t, nodestate.SyncYes, "")
 }
 
 func rolloutMissingAgent(t *testing.T, c *agentCluster) {
@@ -210,5 +211,5 @@ func rolloutMissingAgent(t *testing.T, c *agentCluster) {
 		t.Errorf("a refused start wrote rollout %d", got)
 	}
 	c.startAgent(t, "cp-2")
-	c.wantNodes(t, rollout.SyncYes, "")
+	c.wantNodes(t, nodestate.SyncYes, "")
 }

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -72,7 +73,7 @@ func (cp *fakeNodes) adopt(name string) {
 		for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 			_ = s.admin.CoreV1().Pods("kube-system").Delete(context.Background(), c+"-"+name, metav1.DeleteOptions{})
 		}
-		_ = s.admin.CoordinationV1().Leases(cp.leases).Delete(context.Background(), rollout.AgentLeaseName(name), metav1.DeleteOptions{})
+		_ = s.admin.CoordinationV1().Leases(cp.leases).Delete(context.Background(), nodestate.LeaseName(name), metav1.DeleteOptions{})
 	})
 }
 
@@ -113,9 +114,9 @@ func (cp *fakeNodes) renew(node string, renewed time.Time) {
 }
 
 // publish sets the node state node's agent publishes.
-func (cp *fakeNodes) publish(node string, state rollout.NodeState) {
+func (cp *fakeNodes) publish(node string, state nodestate.State) {
 	cp.setAgent(node, func(l *coordinationv1.Lease) {
-		if err := rollout.SetNodeState(l, state); err != nil {
+		if err := nodestate.SetState(l, state); err != nil {
 			cp.e.t.Fatal(err)
 		}
 	})
@@ -125,9 +126,9 @@ func (cp *fakeNodes) setAgent(node string, change func(l *coordinationv1.Lease))
 	t := cp.e.t
 	ctx := context.Background()
 	leases := s.admin.CoordinationV1().Leases(cp.leases)
-	l, err := leases.Get(ctx, rollout.AgentLeaseName(node), metav1.GetOptions{})
+	l, err := leases.Get(ctx, nodestate.LeaseName(node), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: rollout.AgentLeaseName(node), Labels: map[string]string{rollout.AgentLabel: node}}}
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: nodestate.LeaseName(node), Labels: map[string]string{nodestate.Label: node}}}
 		change(l)
 		_, err = leases.Create(ctx, l, metav1.CreateOptions{})
 	} else if err == nil {
@@ -141,7 +142,7 @@ func (cp *fakeNodes) setAgent(node string, change func(l *coordinationv1.Lease))
 
 // removeAgent deletes node's agent Lease.
 func (cp *fakeNodes) removeAgent(node string) {
-	err := s.admin.CoordinationV1().Leases(cp.leases).Delete(context.Background(), rollout.AgentLeaseName(node), metav1.DeleteOptions{})
+	err := s.admin.CoordinationV1().Leases(cp.leases).Delete(context.Background(), nodestate.LeaseName(node), metav1.DeleteOptions{})
 	if err != nil {
 		cp.e.t.Fatal(err)
 	}
@@ -216,9 +217,9 @@ type rolloutStatus struct {
 	Rollout  *rollout.Status `json:"rollout"`
 	LiveHash string          `json:"liveHash"`
 	Nodes    []struct {
-		Name   string              `json:"name"`
-		Agent  rollout.AgentStatus `json:"agent"`
-		InSync string              `json:"inSync"`
+		Name   string          `json:"name"`
+		Agent  nodestate.Agent `json:"agent"`
+		InSync string          `json:"inSync"`
 	} `json:"nodes"`
 }
 

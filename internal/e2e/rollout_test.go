@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -113,7 +114,7 @@ func TestRolloutControlAndStatus(t *testing.T) {
 	}
 	st := e.rolloutStatus()
 	if st.Rollout.Phase != rollout.Progressing || st.Rollout.StartedBy != "alice" || len(st.Nodes) != 2 ||
-		st.Nodes[0].Name != cp.nodes[1] || st.Nodes[0].Agent.Liveness != rollout.AgentAlive || st.Rollout.Target.Hash != st.LiveHash {
+		st.Nodes[0].Name != cp.nodes[1] || st.Nodes[0].Agent.Liveness != nodestate.AgentAlive || st.Rollout.Target.Hash != st.LiveHash {
 		t.Fatalf("status: %+v", st)
 	}
 	if r, _ := e.record(); string(r.Target) != e.document() {

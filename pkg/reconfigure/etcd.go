@@ -40,7 +40,7 @@ type EtcdReport struct {
 func (r *run) considerEtcd(src *source, rep *EtcdReport) (*controlplane.Manifest, error) {
 	var running *controlplane.Manifest
 	if !src.doc.ExternalEtcd() {
-		m, err := controlplane.ReadEtcd(r.req.ManifestsDir)
+		m, err := controlplane.ReadEtcd(r.node.ManifestsDir)
 		if err != nil {
 			return nil, &StageError{Stage: StagePlan, Err: err}
 		}
@@ -56,7 +56,7 @@ func (r *run) considerEtcd(src *source, rep *EtcdReport) (*controlplane.Manifest
 		rep.LeftAlone = "etcd is external (etcd.external)"
 		return nil, nil
 	case running == nil:
-		rep.LeftAlone = fmt.Sprintf("no local etcd member on this node (no %s)", filepath.Join(r.req.ManifestsDir, controlplane.Etcd.File()))
+		rep.LeftAlone = fmt.Sprintf("no local etcd member on this node (no %s)", filepath.Join(r.node.ManifestsDir, controlplane.Etcd.File()))
 		return nil, nil
 	}
 	r.components = append(r.components, controlplane.Etcd)

@@ -81,7 +81,7 @@ func TestRunPlansTheEtcdMember(t *testing.T) {
 			}
 			mirror := n.mirrorPod
 			mirror("etcd")
-			dry, err := Run(context.Background(), n.request(func(r *Request) { r.DryRun, r.Components = true, tc.components }))
+			dry, err := runc(context.Background(), n.request(func(r *call) { r.DryRun, r.Components = true, tc.components }))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +108,7 @@ func TestRunPlansTheEtcdMember(t *testing.T) {
 			}
 
 			before := n.readDir()
-			rep, err := Run(context.Background(), n.request(func(r *Request) {
+			rep, err := runc(context.Background(), n.request(func(r *call) {
 				r.Components, r.CertificatesDir = tc.components, filepath.Join(n.out, "pki")
 			}))
 			if tc.wantCode != exitcode.OK {
@@ -157,7 +157,7 @@ func TestRunRefusesAnEtcdManifestWithoutInitialCluster(t *testing.T) {
 	n := newTestNode(t, document)
 	n.running("etcd.yaml", n.port2(etcdMf("cp-1=https://192.0.2.12:2380,cp-0=https://192.0.2.11:2380", "existing", "10000")))
 	n.rendered("etcd.yaml", strings.Replace(n.port2(etcdMf("X", "", "10000")), "    - --initial-cluster=X\n", "", 1))
-	_, err := Run(context.Background(), n.request(func(r *Request) { r.DryRun = true }))
+	_, err := runc(context.Background(), n.request(func(r *call) { r.DryRun = true }))
 	var stage *StageError
 	if !errors.As(err, &stage) || stage.Stage != StageRender || !strings.Contains(err.Error(), "0 --initial-cluster lines") {
 		t.Errorf("want a render error about --initial-cluster, got %v", err)

@@ -49,11 +49,11 @@ func (r *run) guardEtcd(ctx context.Context, src *source, node string, running *
 	if g.client, err = r.etcdClient(src.doc.CertificatesDir(), running); err != nil {
 		return g, err
 	}
-	r.emitEtcd("taking lease %s/%s: one etcd member of the cluster is changed at a time", r.req.Config.Target().Namespace, EtcdLockLease)
-	if g.lock, err = lockEtcd(ctx, r.req.Config, node, r.identity(), r.req.Now, 0); err != nil {
+	r.emitEtcd("taking lease %s/%s: one etcd member of the cluster is changed at a time", r.node.Config.Target().Namespace, EtcdLockLease)
+	if g.lock, err = lockEtcd(ctx, r.node.Config, node, r.identity(), r.node.Now, 0); err != nil {
 		return g, err
 	}
-	if g.opts.Nodes, err = r.req.Config.ControlPlaneNodes(ctx); err != nil {
+	if g.opts.Nodes, err = r.node.Config.ControlPlaneNodes(ctx); err != nil {
 		return g, err
 	}
 	if err := g.check(ctx); err != nil {
@@ -64,7 +64,7 @@ func (r *run) guardEtcd(ctx context.Context, src *source, node string, running *
 		r.emitEtcd("no snapshot of %s, as asked", g.member)
 		return g, nil
 	}
-	snap, err := g.client.Snapshot(ctx, r.req.Store, etcd.SnapshotOptions{Node: node})
+	snap, err := g.client.Snapshot(ctx, r.node.Store, etcd.SnapshotOptions{Node: node})
 	if err != nil {
 		return g, exitcode.New(exitcode.FromError(err), &EtcdSnapshotError{Member: g.member.String(), Err: err})
 	}
@@ -78,7 +78,7 @@ func (r *run) guardEtcd(ctx context.Context, src *source, node string, running *
 // changed (up to Wait), but no checks and no snapshot: the member may be
 // down, and the manifest is one it ran.
 func (r *run) guardPutBack(ctx context.Context, running *controlplane.Manifest) (g *etcdGuard, err error) {
-	g = &etcdGuard{r: r, node: r.req.Node.Name}
+	g = &etcdGuard{r: r, node: r.node.Name}
 	defer func() {
 		if err != nil {
 			g.release()
@@ -88,8 +88,8 @@ func (r *run) guardPutBack(ctx context.Context, running *controlplane.Manifest) 
 	if g.client, err = r.etcdClient("", running); err != nil {
 		return g, err
 	}
-	r.emitEtcd("taking lease %s/%s to put the etcd member of node %s back", r.req.Config.Target().Namespace, EtcdLockLease, g.node)
-	g.lock, err = lockEtcd(ctx, r.req.Config, g.node, r.identity(), r.req.Now, r.req.Wait)
+	r.emitEtcd("taking lease %s/%s to put the etcd member of node %s back", r.node.Config.Target().Namespace, EtcdLockLease, g.node)
+	g.lock, err = lockEtcd(ctx, r.node.Config, g.node, r.identity(), r.node.Now, r.req.Wait)
 	return g, err
 }
 
@@ -98,7 +98,7 @@ func (r *run) guardPutBack(ctx context.Context, running *controlplane.Manifest) 
 // CertificatesDir, else docDir (the ClusterConfiguration's), else
 // kubeadm's default.
 func (r *run) etcdClient(docDir string, running *controlplane.Manifest) (*etcd.Client, error) {
-	certs := r.req.CertificatesDir
+	certs := r.node.CertificatesDir
 	if certs == "" {
 		certs = docDir
 	}
@@ -160,7 +160,7 @@ func (g *etcdGuard) ready(ctx context.Context, c controlplane.Component) error {
 		return err
 	}
 	g.r.emitEtcd("%s is back", g.member)
-	return waitReadyz(ctx, filepath.Join(g.r.req.ManifestsDir, controlplane.APIServer.File()), deadline, g.r.emitEtcd)
+	return waitReadyz(ctx, filepath.Join(g.r.node.ManifestsDir, controlplane.APIServer.File()), deadline, g.r.emitEtcd)
 }
 
 // waitBack waits until the member is back (etcd.CheckBack): the member
@@ -245,12 +245,12 @@ func waitReadyz(ctx context.Context, path string, deadline time.Time, emit func(
 
 // identity names this run as the holder of the etcd lock.
 func (r *run) identity() string {
-	if r.req.Identity != "" {
-		return r.req.Identity
+	if r.node.Identity != "" {
+		return r.node.Identity
 	}
 	var b [3]byte
 	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("reconfigure/%s/%d-%s", r.req.Node.Name, os.Getpid(), hex.EncodeToString(b[:]))
+	return fmt.Sprintf("reconfigure/%s/%d-%s", r.node.Name, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 // emitEtcd reports a step of the etcd change.

@@ -22,11 +22,13 @@ func Example() {
 	var pinned *corev1.ConfigMap    // the kubeadm-config copy it pinned
 
 	config := engine.New(client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey}, engine.Options{})
-	rep, err := reconfigure.Run(context.Background(), reconfigure.Request{
+	node := reconfigure.Node{
 		Config: config, Store: &backup.Store{Dir: backup.DefaultDir()}, Keep: 50,
-		Source:       reconfigure.Source{Pinned: pinned},
-		Node:         clusterconfig.NodeConfig{Name: "cp-0"},
-		ManifestsDir: "/etc/kubernetes/manifests", Kubeadm: "kubeadm", Wait: 5 * time.Minute,
+		NodeConfig:   clusterconfig.NodeConfig{Name: "cp-0"},
+		ManifestsDir: "/etc/kubernetes/manifests", Kubeadm: "kubeadm",
+	}
+	rep, err := reconfigure.Run(context.Background(), node, reconfigure.Request{
+		Source: reconfigure.Source{Pinned: pinned}, Wait: 5 * time.Minute,
 		Progress: func(e reconfigure.Event) {
 			if e.Kind != reconfigure.EventComponent {
 				fmt.Println(e.Message)

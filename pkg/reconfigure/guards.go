@@ -34,12 +34,12 @@ func (r *run) checkUpgrade(ctx context.Context, src *source) error {
 	if r.req.AllowDuringUpgrade {
 		return nil
 	}
-	name := r.req.UpgradeConfigMap
+	name := r.node.UpgradeConfigMap
 	if name == "" {
 		name = upgrade.DefaultConfigMap
 	}
-	where := r.req.Config.Target().Namespace + "/" + name
-	cm, err := r.req.Config.ConfigMap(ctx, name)
+	where := r.node.Config.Target().Namespace + "/" + name
+	cm, err := r.node.Config.ConfigMap(ctx, name)
 	switch {
 	case err == nil:
 	case errors.Is(err, engine.ErrUnreachable) && src.backup != nil:

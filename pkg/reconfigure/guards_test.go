@@ -52,7 +52,7 @@ func TestRunRefusesVersionChanges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newTestNode(t, document)
 			tc.setUp(n)
-			rep, err := Run(context.Background(), n.request(func(r *Request) { r.DryRun, r.Wait = tc.dryRun, 30*time.Second }))
+			rep, err := runc(context.Background(), n.request(func(r *call) { r.DryRun, r.Wait = tc.dryRun, 30*time.Second }))
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
@@ -102,7 +102,7 @@ func TestRunRefusesDuringAnUpgrade(t *testing.T) {
 			if tc.state != "-" {
 				n.create(upgradeRecord(t, tc.plan, tc.state))
 			}
-			_, err := Run(context.Background(), n.request(func(r *Request) { r.DryRun = true }))
+			_, err := runc(context.Background(), n.request(func(r *call) { r.DryRun = true }))
 			if !tc.want {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
@@ -156,7 +156,7 @@ func upgradeRecord(t *testing.T, plan string, state upgrade.State) *corev1.Confi
 // error (exit 2), before anything is locked or read.
 func TestRunRefusesAShortWait(t *testing.T) {
 	n := newTestNode(t, document)
-	_, err := Run(context.Background(), n.request(func(r *Request) { r.Wait = 5 * time.Second }))
+	_, err := runc(context.Background(), n.request(func(r *call) { r.Wait = 5 * time.Second }))
 	want := "a wait of 5s per component is under the 30s minimum: a restarting kube-apiserver may take the kubelet's 30s grace period just to stop"
 	if code := exitcode.FromError(err); code != exitcode.Usage || err == nil || err.Error() != want {
 		t.Fatalf("got exit %d: %v\nwant exit 2: %s", code, err, want)
@@ -165,7 +165,7 @@ func TestRunRefusesAShortWait(t *testing.T) {
 		t.Errorf("kubeadm ran:\n%s", n.calls())
 	}
 	// A dry run waits for nothing.
-	if _, err := Run(context.Background(), n.request(func(r *Request) { r.Wait, r.DryRun = 0, true })); err != nil {
+	if _, err := runc(context.Background(), n.request(func(r *call) { r.Wait, r.DryRun = 0, true })); err != nil {
 		t.Errorf("dry run: %v", err)
 	}
 }

@@ -24,13 +24,13 @@ func (r *run) appliedBackup(src *source) (*backup.Backup, error) {
 	if src.backup != nil {
 		return src.backup, nil
 	}
-	store, t := r.req.Store, r.req.Config.Target()
+	store, t := r.node.Store, r.node.Config.Target()
 	sum := sha256.Sum256(src.document)
-	if lg, err := store.LastGood(t.Namespace, t.Name, r.req.Node.Name); err == nil &&
+	if lg, err := store.LastGood(t.Namespace, t.Name, r.node.Name); err == nil &&
 		lg.UID == string(src.cm.UID) && lg.SHA256 == hex.EncodeToString(sum[:]) {
 		return lg, nil
 	}
-	hook := &backup.Hook{Store: store, Keep: r.req.Keep, Server: r.req.Server, Reason: backup.ReasonReconfigure}
+	hook := &backup.Hook{Store: store, Keep: r.node.Keep, Server: r.node.Server, Reason: backup.ReasonReconfigure}
 	b, err := hook.Save(src.cm, t.Key, nil)
 	if err != nil {
 		return nil, &StageError{Stage: StageBackup, Err: fmt.Errorf("back up the ClusterConfiguration to apply, nothing was changed: %w", err)}
@@ -69,7 +69,7 @@ func (r *run) markLastGood(b *backup.Backup, rep *Report) {
 		rep.Warnings = append(rep.Warnings, &PartialError{Components: r.components})
 		return
 	}
-	if err := r.req.Store.MarkLastGood(b, rep.Node); err != nil {
+	if err := r.node.Store.MarkLastGood(b, rep.Node); err != nil {
 		rep.Warnings = append(rep.Warnings, &NotRecordedError{Healthy: true, Err: err})
 		return
 	}

@@ -163,18 +163,29 @@ func (n *testNode) calls() string {
 	return string(data)
 }
 
-// request is a Request for the node; mutate changes it.
-func (n *testNode) request(mutate ...func(*Request)) Request {
+// call is one Run on the node: the node as every run sees it, and what
+// this run does.
+type call struct {
+	Node
+	Request
+}
+
+// runc runs c.
+func runc(ctx context.Context, c call) (*Report, error) { return Run(ctx, c.Node, c.Request) }
+
+// request is a run on the node; mutate changes it.
+func (n *testNode) request(mutate ...func(*call)) call {
 	target := engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey}
-	req := Request{
-		Config: engine.New(n.client, target, engine.Options{Timeout: 5 * time.Second}), Store: n.store, Keep: 5,
-		Node:         clusterconfig.NodeConfig{Name: nodeName, AdvertiseAddress: "192.0.2.11", BindPort: 6443, ImagePullPolicy: "IfNotPresent"},
-		ManifestsDir: n.dir, Kubeadm: n.kubeadm, Wait: 5 * time.Minute,
+	c := call{
+		Node: Node{Config: engine.New(n.client, target, engine.Options{Timeout: 5 * time.Second}), Store: n.store, Keep: 5,
+			NodeConfig:   clusterconfig.NodeConfig{Name: nodeName, AdvertiseAddress: "192.0.2.11", BindPort: 6443, ImagePullPolicy: "IfNotPresent"},
+			ManifestsDir: n.dir, Kubeadm: n.kubeadm},
+		Request: Request{Wait: 5 * time.Minute},
 	}
 	for _, m := range mutate {
-		m(&req)
+		m(&c)
 	}
-	return req
+	return c
 }
 
 // wantManifests checks that the running manifests are still those the

@@ -28,41 +28,41 @@ func TestRunOverrides(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		setUp  []func(n *testNode)
-		req    func(r *Request)
+		req    func(r *call)
 		stage  Stage // "" for no error
 		reason string
 	}{
-		{"a version change, allowed", []func(*testNode){newerTag}, func(r *Request) { r.AllowVersionChange = true }, "", ""},
+		{"a version change, allowed", []func(*testNode){newerTag}, func(r *call) { r.AllowVersionChange = true }, "", ""},
 		{"kubeadm of another release, allowed", []func(*testNode){func(n *testNode) {
 			n.writeFile(n.out+"/version", "v1.38.0\n", 0o600)
-		}}, func(r *Request) { r.AllowVersionChange = true }, "", ""},
-		{"an upgrade in progress, allowed", []func(*testNode){inProgress}, func(r *Request) { r.AllowDuringUpgrade = true }, "", ""},
+		}}, func(r *call) { r.AllowVersionChange = true }, "", ""},
+		{"an upgrade in progress, allowed", []func(*testNode){inProgress}, func(r *call) { r.AllowDuringUpgrade = true }, "", ""},
 		{"an upgrade in progress does not allow a version change", []func(*testNode){inProgress, newerTag},
-			func(r *Request) { r.AllowDuringUpgrade = true }, StageVersion, "kube-apiserver: image tag v1.37.2 -> v1.37.3"},
+			func(r *call) { r.AllowDuringUpgrade = true }, StageVersion, "kube-apiserver: image tag v1.37.2 -> v1.37.3"},
 		{"a version change does not allow an upgrade in progress", []func(*testNode){inProgress, newerTag},
-			func(r *Request) { r.AllowVersionChange = true }, StageUpgrade, "an upgrade from v1.37.2 to v1.38.0 is in progress"},
+			func(r *call) { r.AllowVersionChange = true }, StageUpgrade, "an upgrade from v1.37.2 to v1.38.0 is in progress"},
 		{"the record in another ConfigMap", []func(*testNode){func(n *testNode) {
 			cm := upgradeRecord(t, "kubeadm", "upgrading-control-plane-cp-1")
 			cm.Name = "my-upgrade"
 			n.create(cm)
-		}}, func(r *Request) { r.UpgradeConfigMap = "my-upgrade" }, StageUpgrade, "(state upgrading-control-plane-cp-1 in configmap kube-system/my-upgrade)"},
+		}}, func(r *call) { r.UpgradeConfigMap = "my-upgrade" }, StageUpgrade, "(state upgrading-control-plane-cp-1 in configmap kube-system/my-upgrade)"},
 		{"a record that cannot be read", []func(*testNode){func(n *testNode) {
 			cm := upgradeRecord(t, "kubeadm", "upgrading-control-plane-cp-1")
 			cm.Annotations[upgrade.KeyHosts] = "["
 			n.create(cm)
-		}}, func(*Request) {}, StageUpgrade, "the upgrade record in configmap kube-system/kubeadmcfg-upgrade cannot be read: annotation kubeadmcfg.io/hosts"},
+		}}, func(*call) {}, StageUpgrade, "the upgrade record in configmap kube-system/kubeadmcfg-upgrade cannot be read: annotation kubeadmcfg.io/hosts"},
 		{"a record that cannot be read, not read", []func(*testNode){func(n *testNode) {
 			cm := upgradeRecord(t, "kubeadm", "upgrading-control-plane-cp-1")
 			cm.Annotations[upgrade.KeyHosts] = "["
 			n.create(cm)
-		}}, func(r *Request) { r.AllowDuringUpgrade = true }, "", ""},
+		}}, func(r *call) { r.AllowDuringUpgrade = true }, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newTestNode(t, document)
 			for _, s := range tc.setUp {
 				s(n)
 			}
-			rep, err := Run(context.Background(), n.request(func(r *Request) { r.DryRun = true }, tc.req))
+			rep, err := runc(context.Background(), n.request(func(r *call) { r.DryRun = true }, tc.req))
 			if tc.stage == "" {
 				if err != nil || rep == nil {
 					t.Fatalf("unexpected error: %v", err)
@@ -94,7 +94,7 @@ func TestRunFromABackupWithTheAPIDown(t *testing.T) {
 		return true, nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	})
 	var warnings []string
-	rep, err := Run(context.Background(), n.request(func(r *Request) {
+	rep, err := runc(context.Background(), n.request(func(r *call) {
 		r.Source = Source{Backup: b.Name}
 		r.Progress = func(e Event) {
 			if e.Kind == EventWarning {
@@ -119,7 +119,7 @@ func TestRunFromABackupWithTheAPIDown(t *testing.T) {
 		}
 		return true, nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	})
-	if _, err := Run(context.Background(), n2.request()); !errors.Is(err, engine.ErrUnreachable) {
+	if _, err := runc(context.Background(), n2.request()); !errors.Is(err, engine.ErrUnreachable) {
 		t.Errorf("live document, record unreadable: %v", err)
 	}
 }

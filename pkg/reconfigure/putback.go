@@ -6,34 +6,21 @@ import (
 	"time"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
 // PutBackRequest puts a node's components back on manifests they ran
 // before: the manifest backups a reconfiguration kept.
 type PutBackRequest struct {
-	// Pods reads the node's mirror Pods (an engine.Engine).
-	Pods controlplane.Pods
-	// Node names the mirror Pods.
-	Node         string
-	ManifestsDir string
 	// Manifests are the manifests to put back, by component; a component
 	// left out is not touched.
 	Manifests map[controlplane.Component][]byte
 	// Wait is how long each component may take to come up healthy.
 	Wait     time.Duration
 	Progress func(Event)
-	// Config holds the etcd lock (EtcdLockLease) while the etcd member's
-	// manifest is put back, and CertificatesDir, Identity and Now are
-	// Request's: needed only when Manifests hold etcd's.
-	Config          *engine.Engine
-	CertificatesDir string
-	Identity        string
-	Now             func() time.Time
 }
 
-// PutBack puts the manifests of req back, one component at a time as Run
+// PutBack puts the manifests of req back on node n, one component at a time as Run
 // does (the etcd member last, holding the etcd lock, and back only once
 // its cluster says so), and waits until each is healthy; a component
 // already on its manifest is left alone. There is nothing to roll back to
@@ -41,8 +28,8 @@ type PutBackRequest struct {
 // the node may be down. The node agent puts a node back on its manifests
 // from before a rollout with it, when a resumed turn cannot be completed:
 // Run's own rollback only knows what the run itself replaced.
-func PutBack(ctx context.Context, req PutBackRequest) ([]controlplane.Outcome, error) {
-	unlock, err := controlplane.Lock(req.ManifestsDir)
+func PutBack(ctx context.Context, n Node, req PutBackRequest) ([]controlplane.Outcome, error) {
+	unlock, err := controlplane.Lock(n.ManifestsDir)
 	if err != nil {
 		return nil, lockError(err)
 	}
@@ -53,14 +40,12 @@ func PutBack(ctx context.Context, req PutBackRequest) ([]controlplane.Outcome, e
 			components = append(components, c)
 		}
 	}
-	plan, err := controlplane.NewPlan(req.ManifestsDir, req.Manifests, components)
+	plan, err := controlplane.NewPlan(n.ManifestsDir, req.Manifests, components)
 	if err != nil {
 		return nil, &StageError{Stage: StagePlan, Err: err}
 	}
-	r := &run{req: Request{Progress: req.Progress, Config: req.Config, ManifestsDir: req.ManifestsDir, Wait: req.Wait,
-		CertificatesDir: req.CertificatesDir, Identity: req.Identity, Now: req.Now}}
-	r.req.Node.Name = req.Node
-	opts := controlplane.Options{Node: req.Node, Pods: req.Pods, Wait: req.Wait, NoRollback: true, Progress: r.emitApply}
+	r := &run{node: n, req: Request{Progress: req.Progress, Wait: req.Wait}}
+	opts := controlplane.Options{Node: n.Name, Pods: n.Config, Wait: req.Wait, NoRollback: true, Progress: r.emitApply}
 	if i := slices.IndexFunc(plan.Changes, func(ch controlplane.Change) bool { return ch.Component == controlplane.Etcd }); i >= 0 && plan.Changes[i].Changed() {
 		guard, err := r.guardPutBack(ctx, plan.Changes[i].Current)
 		if err != nil {

@@ -27,7 +27,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
-// Run reconfigures the node. Before anything changes it takes the manifests
+// Run reconfigures node n as req asks. Before anything changes it takes the manifests
 // directory's lock (not on a dry run), reads the document, checks that no
 // upgrade is in progress (StageUpgrade), renders, plans, and checks that
 // the plan changes no versions (StageVersion); an error there is returned
@@ -41,8 +41,8 @@ import (
 // applied, a failure comes back with the Report of what was done:
 // controlplane's errors, exit code 8 when the node is back on its previous
 // manifests, 9 when the rollback failed too.
-func Run(ctx context.Context, req Request) (*Report, error) {
-	r := &run{req: req, components: req.Components}
+func Run(ctx context.Context, n Node, req Request) (*Report, error) {
+	r := &run{node: n, req: req, components: req.Components}
 	if len(r.components) == 0 {
 		r.components = controlplane.Components()
 	}
@@ -51,7 +51,7 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 		return nil, err
 	}
 	if !req.DryRun {
-		unlock, err := controlplane.Lock(req.ManifestsDir)
+		unlock, err := controlplane.Lock(n.ManifestsDir)
 		if err != nil {
 			return nil, lockError(err)
 		}
@@ -64,7 +64,7 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 	if err := r.checkUpgrade(ctx, src); err != nil {
 		return nil, err
 	}
-	node, err := controlplane.Discover(req.ManifestsDir, req.Node)
+	node, err := controlplane.Discover(n.ManifestsDir, n.NodeConfig)
 	if err != nil {
 		return nil, &StageError{Stage: StageDiscover, Err: exitcode.New(exitcode.Failure, err)}
 	}
@@ -72,7 +72,7 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 	if err != nil {
 		return nil, exitcode.Failuref("build this node's kubeadm config file: %w", err)
 	}
-	renderer := controlplane.Renderer{Kubeadm: req.Kubeadm}
+	renderer := controlplane.Renderer{Kubeadm: n.Kubeadm}
 	if err := r.checkKubeadm(ctx, renderer, src); err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 		return nil, err
 	}
 	r.emit(Event{Kind: EventRendering, Message: fmt.Sprintf("rendering the manifests of node %s (advertise address %s, port %d) with %s from %s",
-		node.Name, node.AdvertiseAddress, node.BindPort, req.Kubeadm, src.label)})
+		node.Name, node.AdvertiseAddress, node.BindPort, n.Kubeadm, src.label)})
 	rendered, err := renderer.Render(ctx, file, r.components)
 	if err != nil {
 		return nil, &StageError{Stage: StageRender, Err: exitcode.New(exitcode.Failure, err)}
@@ -90,7 +90,7 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 	if err := keepInitialCluster(runningEtcd, rendered); err != nil {
 		return nil, err
 	}
-	plan, err := controlplane.NewPlan(req.ManifestsDir, rendered, r.components)
+	plan, err := controlplane.NewPlan(n.ManifestsDir, rendered, r.components)
 	if err != nil {
 		return nil, &StageError{Stage: StagePlan, Err: err}
 	}
@@ -104,7 +104,7 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 	if req.DryRun {
 		return rep, nil
 	}
-	opts := controlplane.Options{Node: node.Name, Pods: req.Config, Wait: req.Wait, NoRollback: req.NoRollback, Progress: r.emitApply}
+	opts := controlplane.Options{Node: node.Name, Pods: n.Config, Wait: req.Wait, NoRollback: req.NoRollback, Progress: r.emitApply}
 	if !plan.Changed() {
 		if err := r.begin(plan, ""); err != nil {
 			return nil, err
@@ -130,7 +130,7 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 	if err := r.begin(plan, applied.Name); err != nil {
 		return nil, err
 	}
-	opts.Backup = &manifestBackups{store: req.Store, config: applied.Name, node: node.Name}
+	opts.Backup = &manifestBackups{store: n.Store, config: applied.Name, node: node.Name}
 	rep.Outcomes, err = controlplane.Apply(ctx, plan, opts)
 	if err != nil {
 		return rep, err

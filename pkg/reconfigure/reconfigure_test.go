@@ -33,8 +33,8 @@ func newRun(t *testing.T, source Source, live ...*corev1.ConfigMap) *run {
 		}
 	}
 	target := engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey}
-	return &run{req: Request{Config: engine.New(client, target, engine.Options{}), Store: &backup.Store{Dir: t.TempDir()},
-		Source: source}}
+	return &run{node: Node{Config: engine.New(client, target, engine.Options{}), Store: &backup.Store{Dir: t.TempDir()}},
+		req: Request{Source: source}}
 }
 
 // A pinned copy is applied as it is: the live ConfigMap, which here holds

@@ -11,10 +11,14 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 )
 
-// Request is one reconfiguration of a node.
-type Request struct {
+// Node is a control-plane node as every run on it sees it: the clients and
+// stores it works with and the node's own values and files. It is built
+// once, where a command completes its flags or an agent starts, and handed
+// to every run on the node: a Request says only what one run does.
+type Node struct {
 	// Config reads the kubeadm-config ConfigMap (its Target names the
-	// namespace, the ConfigMap and the key) and the node's mirror Pods.
+	// namespace, the ConfigMap and the key) and the node's mirror Pods, and
+	// holds the etcd lock (EtcdLockLease).
 	Config *engine.Engine
 	// Store keeps the ClusterConfiguration backup a run applies, the
 	// manifests it replaces and the node's last known good. Keep bounds
@@ -22,18 +26,40 @@ type Request struct {
 	Store  *backup.Store
 	Keep   int
 	Server string
-	// Source chooses the ClusterConfiguration; the zero Source is the live
-	// one.
-	Source Source
-	// Node holds the node's own values. Name is required: it names the
-	// mirror Pods and the last known good (controlplane.NodeName reads the
-	// hostname). An empty AdvertiseAddress or BindPort is read from the
+	// NodeConfig holds the node's own values. Name is required: it names
+	// the mirror Pods and the last known good (controlplane.NodeName reads
+	// the hostname). An empty AdvertiseAddress or BindPort is read from the
 	// node's kube-apiserver manifest; PatchesDir holds kubeadm patches.
-	Node clusterconfig.NodeConfig
+	clusterconfig.NodeConfig
 	// ManifestsDir is the kubelet's static Pod manifests directory.
 	ManifestsDir string
 	// Kubeadm is the kubeadm binary that renders the manifests.
 	Kubeadm string
+	// CertificatesDir is the node's kubeadm certificates directory, where
+	// the etcd client certificate its member is checked with is
+	// (etcd/healthcheck-client, else apiserver-etcd-client); "" is the
+	// ClusterConfiguration's certificatesDir, by default kubeadm's
+	// /etc/kubernetes/pki.
+	CertificatesDir string
+	// UpgradeConfigMap names the ConfigMap that holds the upgrade record
+	// (pkg/upgrade), in Config's namespace; "" is upgrade.DefaultConfigMap.
+	UpgradeConfigMap string
+	// Identity names whoever runs on the node as the holder of the etcd
+	// lock; "" is reconfigure/NODE/PID-RANDOM, a new one for each run. The
+	// agent gives its own.
+	Identity string
+	// Now is the API server's clock (engine.ServerClock.Now), stamped on
+	// the etcd lock for people to read; nil is this host's. Whether a lock
+	// is abandoned is never judged by it.
+	Now func() time.Time
+}
+
+// Request is one reconfiguration of a node: what to apply, to which
+// components, and how.
+type Request struct {
+	// Source chooses the ClusterConfiguration; the zero Source is the live
+	// one.
+	Source Source
 	// Components are reconfigured in controlplane.ParseComponents' order,
 	// etcd last; nil is every one, etcd included on a node that runs a
 	// local member of a local etcd. Only a run over every component the
@@ -63,28 +89,11 @@ type Request struct {
 	// a change made during an upgrade on purpose still must not change
 	// versions by accident.
 	AllowDuringUpgrade bool
-	// UpgradeConfigMap names the ConfigMap that holds the upgrade record
-	// (pkg/upgrade), in Config's namespace; "" is upgrade.DefaultConfigMap.
-	UpgradeConfigMap string
+	// NoEtcdSnapshot skips the snapshot of the etcd member taken into
+	// the node's Store before the member is changed.
+	NoEtcdSnapshot bool
 	// Progress receives what the run does, as it does it; nil discards it.
 	Progress func(Event)
-	// CertificatesDir is the node's kubeadm certificates directory, where
-	// the etcd client certificate its member is checked with is
-	// (etcd/healthcheck-client, else apiserver-etcd-client); "" is the
-	// ClusterConfiguration's certificatesDir, by default kubeadm's
-	// /etc/kubernetes/pki.
-	CertificatesDir string
-	// NoEtcdSnapshot skips the snapshot of the etcd member taken into
-	// Store before the member is changed.
-	NoEtcdSnapshot bool
-	// Identity names this run as the holder of the etcd lock
-	// (EtcdLockLease); "" is reconfigure/NODE/PID-RANDOM. The agent gives
-	// its own.
-	Identity string
-	// Now is the API server's clock (engine.ServerClock.Now), stamped on
-	// the etcd lock for people to read; nil is this host's. Whether a lock
-	// is abandoned is never judged by it.
-	Now func() time.Time
 	// Begin, when set, is called once the plan is known and before
 	// anything on the node changes (after the etcd member's checks and
 	// snapshot, when it changes), with the manifests directory still

@@ -8,6 +8,7 @@ import (
 
 // run is one Run's state.
 type run struct {
+	node       Node
 	req        Request
 	components []controlplane.Component
 	// etcdLocal: the node runs a local etcd member of the

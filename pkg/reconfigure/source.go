@@ -43,7 +43,7 @@ func (r *run) source(ctx context.Context) (*source, error) {
 	case s.Pinned != nil:
 		return r.fromConfigMap(s.Pinned, "pinned")
 	case chosen == 0:
-		cm, err := r.req.Config.Get(ctx)
+		cm, err := r.node.Config.Get(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +55,7 @@ func (r *run) source(ctx context.Context) (*source, error) {
 // fromConfigMap takes the document of a copy of the ConfigMap; which says
 // which copy ("live", "pinned").
 func (r *run) fromConfigMap(cm *corev1.ConfigMap, which string) (*source, error) {
-	raw, err := engine.DocumentOf(cm, r.req.Config.Target())
+	raw, err := engine.DocumentOf(cm, r.node.Config.Target())
 	if err != nil {
 		return nil, err
 	}
@@ -70,11 +70,11 @@ func (r *run) fromConfigMap(cm *corev1.ConfigMap, which string) (*source, error)
 // fromBackup reads and verifies the backup named, or the node's last known
 // good, and checks that it belongs to this cluster and version.
 func (r *run) fromBackup(ctx context.Context) (*source, error) {
-	store, t := r.req.Store, r.req.Config.Target()
+	store, t := r.node.Store, r.node.Config.Target()
 	var b *backup.Backup
 	var err error
 	if r.req.Source.LatestGood {
-		b, err = store.LastGood(t.Namespace, t.Name, r.req.Node.Name)
+		b, err = store.LastGood(t.Namespace, t.Name, r.node.Name)
 	} else {
 		b, err = store.Read(r.req.Source.Backup)
 	}
@@ -87,7 +87,7 @@ func (r *run) fromBackup(ctx context.Context) (*source, error) {
 	// A backup of another cluster, or of another Kubernetes version, would
 	// take this node somewhere it never was. When the API is down (the
 	// reason to go back, often), the check is left out, with a warning.
-	cm, err := r.req.Config.Get(ctx)
+	cm, err := r.node.Config.Get(ctx)
 	switch {
 	case err == nil:
 		if err := b.CheckTarget(cm, t.Key); err != nil {

@@ -14,8 +14,8 @@
 // Update, through Apply), so every rule is checked against the record
 // actually replaced and every transition is written exactly once.
 //
-// The rollout operations, the node agent and the rollout, agent and nodes
-// verbs build on it.
+// pkg/operator carries out an operator's requests on it, and pkg/agent
+// acts on it on each node.
 package rollout
 
 import (
@@ -241,4 +241,13 @@ func running(k Kind) Phase {
 		return Reverting
 	}
 	return Progressing
+}
+
+// Short is a document hash as tables show it: the first 12 hex digits.
+func Short(hash string) string {
+	const n = len("sha256:") + 12
+	if len(hash) > n {
+		return hash[:n]
+	}
+	return hash
 }

@@ -48,11 +48,11 @@ var ErrNoRollout = errors.New("no rollout is recorded")
 // rollout is active (exit 4, naming it), and a try is refused when no
 // previous document is known to revert to.
 func (r *Record) Start(c Clock, spec Spec) error {
-	if err := spec.validate(); err != nil {
+	if err := spec.Validate(); err != nil {
 		return err
 	}
-	if s := r.Status; s != nil && s.Phase.Active() {
-		return s.activeError()
+	if err := r.Idle(); err != nil {
+		return err
 	}
 	prev, prevRef := r.lastGood()
 	if len(spec.Previous) > 0 {
@@ -78,7 +78,9 @@ func (r *Record) Start(c Clock, spec Spec) error {
 	return nil
 }
 
-func (spec *Spec) validate() error {
+// Validate checks spec as Start will, without a record: the target, the
+// source, the order, the canary and the try.
+func (spec *Spec) Validate() error {
 	if len(spec.Target) == 0 {
 		return exitcode.Invalidf("the target document is empty")
 	}
@@ -140,6 +142,15 @@ func pending(names []string) []Node {
 		nodes[i] = Node{Name: n, Phase: NodePending}
 	}
 	return nodes
+}
+
+// Idle says whether a rollout may start now: nil when none is active, else
+// an error with exit code 4 naming the active one and what to do about it.
+func (r *Record) Idle() error {
+	if s := r.Status; s != nil && s.Phase.Active() {
+		return s.activeError()
+	}
+	return nil
 }
 
 func (s *Status) activeError() error {

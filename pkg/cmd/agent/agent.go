@@ -13,11 +13,13 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	nodeagent "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/agent"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/managed"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/version"
 )
@@ -82,14 +84,14 @@ type Options struct {
 	StopGrace         time.Duration
 
 	cmd    *cobra.Command
-	config rollout.AgentConfig
+	config nodeagent.Config
 	genericiooptions.IOStreams
 }
 
 // NewOptions returns options with defaults.
 func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
 	return &Options{Cluster: cluster, ReconfigureFlags: cmdutil.NewReconfigureFlags(),
-		HeartbeatInterval: rollout.DefaultHeartbeat, StopGrace: rollout.DefaultStopGrace, IOStreams: streams}
+		HeartbeatInterval: nodestate.DefaultHeartbeat, StopGrace: nodeagent.DefaultStopGrace, IOStreams: streams}
 }
 
 // NewCmdAgent builds the agent command.
@@ -140,10 +142,9 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	config := engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{FieldManager: managed.By,
 		Validation: engine.ValidationWarn,
 		Backup:     &backup.Hook{Store: store, Keep: o.Backup.Keep, Server: c.Server, Reason: backup.ReasonBeforeRestore}})
-	o.config = rollout.AgentConfig{
-		Record: record, Config: config, Clock: c.Clock, Store: store, Keep: o.Backup.Keep, Server: c.Server,
-		Node: o.Node, ManifestsDir: o.ManifestsDir, Kubeadm: o.Kubeadm, Wait: o.Wait, UpgradeConfigMap: o.StateConfigMap,
-		CertificatesDir: o.CertificatesDir, NoEtcdSnapshot: o.NoEtcdSnapshot,
+	o.config = nodeagent.Config{
+		Node: o.NodeFor(config, c.Server, c.Clock.Now), Record: record, Clock: c.Clock,
+		Wait: o.Wait, NoEtcdSnapshot: o.NoEtcdSnapshot,
 		Heartbeat: o.HeartbeatInterval, StopGrace: o.StopGrace, Version: version.Version, Log: o.logLine,
 	}
 	return nil
@@ -162,8 +163,7 @@ func (o *Options) Validate() error {
 
 // Run runs the agent until the command's context ends (SIGTERM, SIGINT).
 func (o *Options) Run(ctx context.Context) error {
-	o.config.Node = o.Node
-	a, err := rollout.NewAgent(o.config)
+	a, err := nodeagent.New(o.config)
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (o *Options) Run(ctx context.Context) error {
 
 // logLine writes one event as one line on stderr, with the flag that fixes
 // what it reports when there is one.
-func (o *Options) logLine(e rollout.AgentEvent) {
+func (o *Options) logLine(e nodeagent.Event) {
 	level := "info"
 	if e.Warning {
 		level = "warning"

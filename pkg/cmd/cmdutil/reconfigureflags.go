@@ -10,6 +10,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
@@ -76,6 +77,19 @@ func (f *ReconfigureFlags) Complete(cmd *cobra.Command) error {
 		f.Node.Name = name
 	}
 	return nil
+}
+
+// NodeFor is the node the flags describe, as every reconfiguration of it
+// sees it: config reads kubeadm-config and the node's mirror Pods, server
+// is recorded in the backups and now is the API server's clock. The
+// reconfigure verb builds it once for its run, the agent once for all its
+// turns.
+func (f *ReconfigureFlags) NodeFor(config *engine.Engine, server string, now func() time.Time) reconfigure.Node {
+	return reconfigure.Node{
+		Config: config, Store: f.Backup.Store(), Keep: f.Backup.Keep, Server: server,
+		NodeConfig: f.Node, ManifestsDir: f.ManifestsDir, Kubeadm: f.Kubeadm,
+		CertificatesDir: f.CertificatesDir, UpgradeConfigMap: f.StateConfigMap, Now: now,
+	}
 }
 
 // Validate checks the values without I/O.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -39,7 +41,7 @@ type RolloutFlags struct {
 
 // NewRolloutFlags returns the defaults.
 func NewRolloutFlags() *RolloutFlags {
-	return &RolloutFlags{StaleAfter: rollout.DefaultStaleAfter}
+	return &RolloutFlags{StaleAfter: nodestate.DefaultStaleAfter}
 }
 
 // AddFlags binds the flags; withRollout adds --rollout, for a verb that
@@ -131,10 +133,10 @@ func (f *RolloutFlags) Budget(timeout time.Duration) time.Duration {
 // and agents rarely contend and the queue's Leases would need rights of
 // their own), kubeadm-config's engine config, the API server's clock, and
 // --identity as who acts.
-func NewOperator(c *Clients, cluster *ClusterFlags, retry *RetryFlags, config *engine.Engine, staleAfter time.Duration) *rollout.Operator {
+func NewOperator(c *Clients, cluster *ClusterFlags, retry *RetryFlags, config *engine.Engine, staleAfter time.Duration) *operator.Rollouts {
 	opts := retry.EngineOptions()
 	opts.Queue, opts.CreateIfMissing = nil, true
-	return &rollout.Operator{
+	return &operator.Rollouts{
 		Record:     engine.New(c.Client, engine.Target{Namespace: cluster.Namespace(), Name: rollout.DefaultConfigMap}, opts),
 		Config:     config,
 		Now:        c.Clock.Now,
@@ -146,7 +148,7 @@ func NewOperator(c *Clients, cluster *ClusterFlags, retry *RetryFlags, config *e
 // RolloutHint adds to a rollout error the flag or the command that deals
 // with it, as the cobra layer does for every domain error.
 func RolloutHint(err error) error {
-	var notTarget *rollout.NotTargetError
+	var notTarget *operator.NotTargetError
 	switch {
 	case err == nil:
 		return nil

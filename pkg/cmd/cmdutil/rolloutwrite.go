@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -33,7 +34,7 @@ type RolloutResult struct {
 
 // RolloutPlan is a rollout that passed its checks before the write.
 type RolloutPlan struct {
-	op   *rollout.Operator
+	op   *operator.Rollouts
 	spec rollout.Spec
 	wait bool
 }
@@ -41,7 +42,7 @@ type RolloutPlan struct {
 // Plan checks, before the write, that the rollout the flags ask for can
 // start: no other is active, its nodes are control-plane nodes, every
 // control-plane node is ready for it. It returns nil without --rollout.
-func (f *RolloutFlags) Plan(ctx context.Context, op *rollout.Operator) (*RolloutPlan, error) {
+func (f *RolloutFlags) Plan(ctx context.Context, op *operator.Rollouts) (*RolloutPlan, error) {
 	if !f.Rollout {
 		return nil, nil
 	}
@@ -114,7 +115,7 @@ func FinishWrite(ctx context.Context, streams genericiooptions.IOStreams, print 
 		if !print.Human() {
 			progress = nil
 		}
-		s, werr = plan.op.Wait(ctx, ch.Status.ID, rollout.WaitOptions{Progress: progress})
+		s, werr = plan.op.Wait(ctx, ch.Status.ID, operator.WaitOptions{Progress: progress})
 		if s != nil {
 			out.Rollout.Status = s
 		}

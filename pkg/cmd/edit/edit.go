@@ -15,7 +15,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 )
 
 const editLong = `Open the ClusterConfiguration in an editor, as plain YAML, and write the
@@ -74,7 +74,7 @@ type Options struct {
 	Interactive bool
 
 	engine   *engine.Engine
-	operator *rollout.Operator // with --rollout
+	operator *operator.Rollouts // with --rollout
 	server   string
 	genericiooptions.IOStreams
 }

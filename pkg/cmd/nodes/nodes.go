@@ -19,6 +19,8 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -51,7 +53,7 @@ type Options struct {
 	Retry      *cmdutil.RetryFlags
 	StaleAfter time.Duration
 
-	op *rollout.Operator
+	op *operator.Rollouts
 	genericiooptions.IOStreams
 }
 
@@ -60,9 +62,9 @@ type Row struct {
 	Name string `json:"name"`
 	// ControlPlane is false for a node with an agent but without the
 	// control-plane label.
-	ControlPlane bool                `json:"controlPlane"`
-	Agent        rollout.AgentStatus `json:"agent"`
-	InSync       rollout.Sync        `json:"inSync"`
+	ControlPlane bool            `json:"controlPlane"`
+	Agent        nodestate.Agent `json:"agent"`
+	InSync       nodestate.Sync  `json:"inSync"`
 	// InSyncReason names the components that differ, or why it is not
 	// known.
 	InSyncReason string `json:"inSyncReason,omitempty"`
@@ -81,7 +83,7 @@ type View struct {
 // NewOptions returns the defaults.
 func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
 	return &Options{Cluster: cluster, Print: cmdutil.NewPrintFlags(), Retry: cmdutil.NewRetryFlags(),
-		StaleAfter: rollout.DefaultStaleAfter, IOStreams: streams}
+		StaleAfter: nodestate.DefaultStaleAfter, IOStreams: streams}
 }
 
 // NewCmdNodes builds the nodes command.
@@ -149,8 +151,8 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	t := o.op.Config.Target()
 	v := &View{ConfigMap: t.Namespace + "/" + t.Name, LiveHash: rollout.Hash([]byte(doc)), LiveResourceVersion: cm.ResourceVersion, Nodes: []Row{}}
-	for _, n := range rollout.NodeNames(cps, agents) {
-		a := rollout.AgentFor(agents, n)
+	for _, n := range nodestate.NodeNames(cps, agents) {
+		a := nodestate.AgentFor(agents, n)
 		sync, why := a.SyncWith(v.LiveHash)
 		v.Nodes = append(v.Nodes, Row{Name: n, ControlPlane: slices.Contains(cps, n), Agent: a, InSync: sync, InSyncReason: why})
 	}
@@ -181,7 +183,7 @@ func printNodes(out io.Writer, v *View) error {
 			seen = duration.HumanDuration(r.Agent.LastSeen.Duration) + " ago"
 		}
 		differs := cmdutil.OrDash(r.InSyncReason)
-		if r.InSync == rollout.SyncNo {
+		if r.InSync == nodestate.SyncNo {
 			differs = strings.ReplaceAll(differs, " ", "")
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, r.Agent.Liveness, version, r.InSync, differs, lastGood, seen)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/cmdtest"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 )
 
 func TestNodesValidate(t *testing.T) {
@@ -31,12 +31,12 @@ func TestNodesValidate(t *testing.T) {
 func TestPrintNodes(t *testing.T) {
 	seen := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
 	v := &View{Nodes: []Row{
-		{Name: "cp-0", ControlPlane: true, InSync: rollout.SyncYes, Agent: rollout.AgentStatus{Liveness: rollout.AgentAlive, LastSeen: seen(3 * time.Second),
-			State: &rollout.NodeState{AgentVersion: "v0.4.0", InSync: true, LastKnownGood: "kubeadm-config-rv812"}}},
-		{Name: "cp-1", ControlPlane: true, InSync: rollout.SyncNo, InSyncReason: "kube-apiserver, kube-scheduler",
-			Agent: rollout.AgentStatus{Liveness: rollout.AgentLost, LastSeen: seen(2 * time.Minute), State: &rollout.NodeState{AgentVersion: "v0.4.0"}}},
-		{Name: "cp-2", ControlPlane: true, InSync: rollout.SyncUnknown, InSyncReason: "no agent", Agent: rollout.AgentStatus{Liveness: rollout.AgentNone}},
-		{Name: "old-cp", InSync: rollout.SyncUnknown, InSyncReason: "the agent has published no state", Agent: rollout.AgentStatus{Liveness: rollout.AgentLost}},
+		{Name: "cp-0", ControlPlane: true, InSync: nodestate.SyncYes, Agent: nodestate.Agent{Liveness: nodestate.AgentAlive, LastSeen: seen(3 * time.Second),
+			State: &nodestate.State{AgentVersion: "v0.4.0", InSync: true, LastKnownGood: "kubeadm-config-rv812"}}},
+		{Name: "cp-1", ControlPlane: true, InSync: nodestate.SyncNo, InSyncReason: "kube-apiserver, kube-scheduler",
+			Agent: nodestate.Agent{Liveness: nodestate.AgentLost, LastSeen: seen(2 * time.Minute), State: &nodestate.State{AgentVersion: "v0.4.0"}}},
+		{Name: "cp-2", ControlPlane: true, InSync: nodestate.SyncUnknown, InSyncReason: "no agent", Agent: nodestate.Agent{Liveness: nodestate.AgentNone}},
+		{Name: "old-cp", InSync: nodestate.SyncUnknown, InSyncReason: "the agent has published no state", Agent: nodestate.Agent{Liveness: nodestate.AgentLost}},
 	}}
 	var out bytes.Buffer
 	if err := printNodes(&out, v); err != nil {

@@ -7,7 +7,6 @@ package reconfigure
 
 import (
 	"context"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -116,9 +115,7 @@ type Options struct {
 
 	components []controlplane.Component
 	cmd        *cobra.Command
-	engine     *engine.Engine
-	server     string
-	now        func() time.Time // the API server's clock
+	node       reconfigurenode.Node // built once the clients are
 	genericiooptions.IOStreams
 }
 
@@ -188,7 +185,7 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	o.engine, o.server, o.now = engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{}), c.Server, c.Clock.Now
+	o.node = o.NodeFor(engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{}), c.Server, c.Clock.Now)
 	return nil
 }
 
@@ -219,14 +216,10 @@ func (o *Options) dryRun() bool { return o.DryRun == string(engine.DryRunClient)
 func (o *Options) Run(ctx context.Context) error {
 	p := newPrinter(o.ErrOut, o.Print.Human())
 	defer p.done()
-	rep, err := reconfigurenode.Run(ctx, reconfigurenode.Request{
-		Config: o.engine, Store: o.Backup.Store(), Keep: o.Backup.Keep, Server: o.server,
+	rep, err := reconfigurenode.Run(ctx, o.node, reconfigurenode.Request{
 		Source:     reconfigurenode.Source{Backup: o.FromBackup, LatestGood: o.LatestGood},
-		Node:       o.Node,
-		Components: o.components, ManifestsDir: o.ManifestsDir, Kubeadm: o.Kubeadm,
-		Wait: o.Wait, NoRollback: o.NoRollback, DryRun: o.dryRun(),
-		CertificatesDir: o.CertificatesDir, NoEtcdSnapshot: o.NoEtcdSnapshot, Now: o.now,
-		AllowVersionChange: o.AllowVersionChange, AllowDuringUpgrade: o.AllowDuringUpgrade, UpgradeConfigMap: o.StateConfigMap,
+		Components: o.components, Wait: o.Wait, NoRollback: o.NoRollback, DryRun: o.dryRun(), NoEtcdSnapshot: o.NoEtcdSnapshot,
+		AllowVersionChange: o.AllowVersionChange, AllowDuringUpgrade: o.AllowDuringUpgrade,
 		Progress: p.event,
 	})
 	err = cmdutil.ReconfigureHint(o.cmd, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -74,7 +75,7 @@ type Options struct {
 	nodeFlags   bool // a per-node flag was given
 	bindPortSet bool
 	engine      *engine.Engine
-	operator    *rollout.Operator // with --rollout
+	operator    *operator.Rollouts // with --rollout
 	genericiooptions.IOStreams
 }
 

@@ -7,7 +7,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
-	rolloutstate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 )
 
 // NewCmdConfirm builds rollout confirm.
@@ -23,7 +23,7 @@ done, or already reverted is refused (exit 4), and with no rollout
 recorded the command exits 5.`,
 		Example: "  # Keep the rollout on trial\n  kubectl kubeadmcfg rollout confirm",
 	}, &ControlOptions{past: "confirmed", already: "was already confirmed",
-		do: func(op *rolloutstate.Operator, ctx context.Context) (*rolloutstate.Change, error) {
+		do: func(op *operator.Rollouts, ctx context.Context) (*operator.Change, error) {
 			return op.Confirm(ctx)
 		}})
 }

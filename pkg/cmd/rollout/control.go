@@ -9,7 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
-	rolloutstate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 )
 
 // What pause, resume and confirm share: one transition of the record.
@@ -20,7 +20,7 @@ type ControlOptions struct {
 	*Flags
 	// do makes the transition; past and already say what happened, as
 	// "paused" and "was already paused".
-	do            func(o *rolloutstate.Operator, ctx context.Context) (*rolloutstate.Change, error)
+	do            func(o *operator.Rollouts, ctx context.Context) (*operator.Change, error)
 	past, already string
 }
 

@@ -7,7 +7,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
-	rolloutstate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 )
 
 // NewCmdPause builds rollout pause.
@@ -21,7 +21,7 @@ progress finishes its turn first. A rollout already paused stays so (exit
 recorded the command exits 5.`,
 		Example: "  # Hold the rollout after the node in progress\n  kubectl kubeadmcfg rollout pause",
 	}, &ControlOptions{past: "paused", already: "was already paused",
-		do: func(op *rolloutstate.Operator, ctx context.Context) (*rolloutstate.Change, error) {
+		do: func(op *operator.Rollouts, ctx context.Context) (*operator.Change, error) {
 			return op.Pause(ctx)
 		}})
 }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 	rolloutstate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -39,7 +41,7 @@ func (f *Flags) record() string {
 // follow prints a transition's outcome (line, for people) and, with wait,
 // follows the rollout to its end, returning the error whose exit code says
 // how it ended.
-func (f *Flags) follow(ctx context.Context, ch *rolloutstate.Change, line string, wait bool) error {
+func (f *Flags) follow(ctx context.Context, ch *operator.Change, line string, wait bool) error {
 	return f.followResult(ctx, &Result{Changed: ch.Changed, Rollout: ch.Status, Warnings: ch.Warnings}, line, wait)
 }
 
@@ -60,7 +62,7 @@ func (f *Flags) followResult(ctx context.Context, out *Result, line string, wait
 			progress = cmdutil.RolloutProgress(f.ErrOut)
 		}
 		var s *rolloutstate.Status
-		s, werr = f.op.Wait(ctx, out.Rollout.ID, rolloutstate.WaitOptions{Progress: progress})
+		s, werr = f.op.Wait(ctx, out.Rollout.ID, operator.WaitOptions{Progress: progress})
 		if s != nil {
 			out.Rollout = s
 		}
@@ -80,10 +82,10 @@ func (f *Flags) followResult(ctx context.Context, out *Result, line string, wait
 // rollout: its agent as the API sees it, and whether the node runs the live
 // document.
 type NodeRow struct {
-	Name         string                   `json:"name"`
-	Agent        rolloutstate.AgentStatus `json:"agent"`
-	InSync       rolloutstate.Sync        `json:"inSync"`
-	InSyncReason string                   `json:"inSyncReason,omitempty"`
+	Name         string          `json:"name"`
+	Agent        nodestate.Agent `json:"agent"`
+	InSync       nodestate.Sync  `json:"inSync"`
+	InSyncReason string          `json:"inSyncReason,omitempty"`
 }
 
 // StatusView is what status prints with -o: the rollout as stored, and a
@@ -112,7 +114,7 @@ func (f *Flags) view(ctx context.Context, s *rolloutstate.Status) (*StatusView, 
 	}
 	v := &StatusView{Record: f.record(), Rollout: s, LiveHash: live, Nodes: []NodeRow{}}
 	for _, n := range s.Nodes {
-		a := rolloutstate.AgentFor(agents, n.Name)
+		a := nodestate.AgentFor(agents, n.Name)
 		sync, why := a.SyncWith(live)
 		v.Nodes = append(v.Nodes, NodeRow{Name: n.Name, Agent: a, InSync: sync, InSyncReason: why})
 	}

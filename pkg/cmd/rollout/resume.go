@@ -7,7 +7,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
-	rolloutstate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 )
 
 // NewCmdResume builds rollout resume.
@@ -22,7 +22,7 @@ paused is refused (exit 4), and with no rollout recorded the command exits
 5. Follow it with 'rollout status -w'.`,
 		Example: "  # Go on after the canary, and follow the rest\n  kubectl kubeadmcfg rollout resume && kubectl kubeadmcfg rollout status -w",
 	}, &ControlOptions{past: "resumed", already: "was not paused",
-		do: func(op *rolloutstate.Operator, ctx context.Context) (*rolloutstate.Change, error) {
+		do: func(op *operator.Rollouts, ctx context.Context) (*operator.Change, error) {
 			return op.Resume(ctx)
 		}})
 }

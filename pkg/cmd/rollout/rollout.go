@@ -14,7 +14,8 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
-	rolloutstate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 )
 
 const rolloutLong = `Carry the ClusterConfiguration in kubeadm-config to every control-plane
@@ -90,14 +91,14 @@ type Flags struct {
 	Print      *cmdutil.PrintFlags
 	StaleAfter time.Duration
 
-	op *rolloutstate.Operator
+	op *operator.Rollouts
 	genericiooptions.IOStreams
 }
 
 // NewFlags returns the defaults.
 func NewFlags(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Flags {
 	return &Flags{Cluster: cluster, Retry: cmdutil.NewRetryFlags(), Print: cmdutil.NewPrintFlags(),
-		StaleAfter: rolloutstate.DefaultStaleAfter, IOStreams: streams}
+		StaleAfter: nodestate.DefaultStaleAfter, IOStreams: streams}
 }
 
 // addFlags binds the flags of a sub-verb that writes the record: --timeout,

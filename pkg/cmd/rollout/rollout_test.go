@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/cmdtest"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	rolloutstate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -91,9 +92,9 @@ func TestPrintStatus(t *testing.T) {
 			{Name: "cp-2", Phase: rolloutstate.NodePending},
 		}}
 	v := &StatusView{Rollout: s, Nodes: []NodeRow{
-		{Name: "cp-0", Agent: rolloutstate.AgentStatus{Node: "cp-0", Liveness: rolloutstate.AgentAlive, LastSeen: &metav1.Duration{Duration: 3 * time.Second}}, InSync: rolloutstate.SyncNo},
-		{Name: "cp-1", Agent: rolloutstate.AgentStatus{Node: "cp-1", Liveness: rolloutstate.AgentLost, LastSeen: &metav1.Duration{Duration: 45 * time.Second}}, InSync: rolloutstate.SyncYes},
-		{Name: "cp-2", Agent: rolloutstate.AgentStatus{Node: "cp-2", Liveness: rolloutstate.AgentNone}, InSync: rolloutstate.SyncUnknown},
+		{Name: "cp-0", Agent: nodestate.Agent{Node: "cp-0", Liveness: nodestate.AgentAlive, LastSeen: &metav1.Duration{Duration: 3 * time.Second}}, InSync: nodestate.SyncNo},
+		{Name: "cp-1", Agent: nodestate.Agent{Node: "cp-1", Liveness: nodestate.AgentLost, LastSeen: &metav1.Duration{Duration: 45 * time.Second}}, InSync: nodestate.SyncYes},
+		{Name: "cp-2", Agent: nodestate.Agent{Node: "cp-2", Liveness: nodestate.AgentNone}, InSync: nodestate.SyncUnknown},
 	}}
 	var out bytes.Buffer
 	if err := printStatus(&out, v, now); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 	rolloutstate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -98,7 +99,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 	var printErr error
 	first := true
-	_, err = o.op.Wait(ctx, s.ID, rolloutstate.WaitOptions{UntilEnded: true, Progress: func(s *rolloutstate.Status) {
+	_, err = o.op.Wait(ctx, s.ID, operator.WaitOptions{UntilEnded: true, Progress: func(s *rolloutstate.Status) {
 		if !first && o.Print.Human() {
 			fmt.Fprintln(o.Out)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 	rolloutstate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -90,7 +91,7 @@ func (o *UndoOptions) Complete(cmd *cobra.Command, _ []string) error {
 	return o.complete(func(c *cmdutil.Clients) *engine.Engine {
 		opts := o.Retry.EngineOptions()
 		opts.Validation = engine.ValidationWarn
-		if hook := o.Backup.Hook(c.Server, rolloutstate.BackupReasonUndo); hook != nil {
+		if hook := o.Backup.Hook(c.Server, operator.BackupReasonUndo); hook != nil {
 			opts.Backup = hook
 		}
 		return engine.New(c.Client, o.Cluster.Target(engine.DefaultKey), opts)

@@ -1,4 +1,4 @@
-package rollout
+package nodestate
 
 import (
 	"fmt"
@@ -14,14 +14,14 @@ import (
 )
 
 func TestNodeStateRoundTrip(t *testing.T) {
-	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: AgentLeaseName("cp-1"), Labels: map[string]string{AgentLabel: "cp-1"}}}
-	want := NodeState{AgentVersion: "v0.3.0", Differs: []string{"kube-apiserver"}, LiveHash: Hash([]byte("doc")), CheckedAt: "2026-12-01T12:00:00Z"}
-	if err := SetNodeState(l, want); err != nil {
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName("cp-1"), Labels: map[string]string{Label: "cp-1"}}}
+	want := State{AgentVersion: "v0.3.0", Differs: []string{"kube-apiserver"}, LiveHash: "sha256:" + strings.Repeat("d", 64), CheckedAt: "2026-12-01T12:00:00Z"}
+	if err := SetState(l, want); err != nil {
 		t.Fatal(err)
 	}
-	node, got, ok, err := AgentOf(l)
+	node, got, ok, err := FromLease(l)
 	if err != nil || !ok || node != "cp-1" {
-		t.Fatalf("AgentOf: %q %v %v", node, ok, err)
+		t.Fatalf("FromLease: %q %v %v", node, ok, err)
 	}
 	if diff := cmp.Diff(&want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
@@ -36,13 +36,13 @@ func TestAgentOf(t *testing.T) {
 		code  exitcode.Code
 	}{
 		{"not an agent's", coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-scheduler"}}, false, 0},
-		{"label and name disagree", coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: AgentLeaseName("cp-0"), Labels: map[string]string{AgentLabel: "cp-1"}}}, false, 0},
-		{"no state yet", coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: AgentLeaseName("cp-0"), Labels: map[string]string{AgentLabel: "cp-0"}}}, true, 0},
-		{"damaged state", coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: AgentLeaseName("cp-0"), Labels: map[string]string{AgentLabel: "cp-0"},
-			Annotations: map[string]string{NodeStateAnnotation: `{"inSync": "yes"}`}}}, true, exitcode.Invalid},
+		{"label and name disagree", coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName("cp-0"), Labels: map[string]string{Label: "cp-1"}}}, false, 0},
+		{"no state yet", coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName("cp-0"), Labels: map[string]string{Label: "cp-0"}}}, true, 0},
+		{"damaged state", coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName("cp-0"), Labels: map[string]string{Label: "cp-0"},
+			Annotations: map[string]string{Annotation: `{"inSync": "yes"}`}}}, true, exitcode.Invalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, state, ok, err := AgentOf(&tc.lease)
+			_, state, ok, err := FromLease(&tc.lease)
 			if ok != tc.ok || state != nil {
 				t.Errorf("got ok %v, state %v; want ok %v and no state", ok, state, tc.ok)
 			}

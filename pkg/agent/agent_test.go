@@ -1,8 +1,9 @@
-package rollout
+package agent
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,12 +14,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/rollouttest"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
 // Single paths of the agent against a fake clientset. That exactly one
@@ -28,7 +32,7 @@ import (
 // testAgent is an agent of cp-0 over a fake clientset holding the record
 // r (none when nil) and kubeadm-config with doc; logged collects its
 // events.
-func testAgent(t *testing.T, r *Record, doc []byte) (a *Agent, client *fake.Clientset, logged *[]AgentEvent) {
+func testAgent(t *testing.T, r *rollout.Record, doc []byte) (a *Agent, client *fake.Clientset, logged *[]Event) {
 	t.Helper()
 	client = fake.NewClientset()
 	ctx := context.Background()
@@ -38,7 +42,7 @@ func testAgent(t *testing.T, r *Record, doc []byte) (a *Agent, client *fake.Clie
 		t.Fatal(err)
 	}
 	if r != nil {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: DefaultConfigMap}}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: rollout.DefaultConfigMap}}
 		if err := r.ToConfigMap(cm); err != nil {
 			t.Fatal(err)
 		}
@@ -46,16 +50,20 @@ func testAgent(t *testing.T, r *Record, doc []byte) (a *Agent, client *fake.Clie
 			t.Fatal(err)
 		}
 	}
-	var events []AgentEvent
-	a, err := NewAgent(AgentConfig{
-		Record: engine.New(client, engine.Target{Namespace: "kube-system", Name: DefaultConfigMap}, engine.Options{}),
-		Config: engine.New(client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey},
-			engine.Options{Validation: engine.ValidationIgnore}),
-		Clock: &engine.ServerClock{Local: func() time.Time { return ts(100) }}, Store: &backup.Store{Dir: t.TempDir()},
-		// An empty manifests directory: a turn fails there before it
-		// changes anything, and its lock stays out of the package.
-		Node: clusterconfig.NodeConfig{Name: "cp-0"}, ManifestsDir: t.TempDir(), Identity: "agent/cp-0/1", Heartbeat: 50 * time.Millisecond, StaleAfter: 200 * time.Millisecond,
-		Log: func(e AgentEvent) { events = append(events, e) },
+	var events []Event
+	a, err := New(Config{
+		Record: engine.New(client, engine.Target{Namespace: "kube-system", Name: rollout.DefaultConfigMap}, engine.Options{}),
+		Node: reconfigure.Node{
+			Config: engine.New(client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey},
+				engine.Options{Validation: engine.ValidationIgnore}),
+			Store: &backup.Store{Dir: t.TempDir()}, NodeConfig: clusterconfig.NodeConfig{Name: "cp-0"},
+			// An empty manifests directory: a turn fails there before it
+			// changes anything, and its lock stays out of the package.
+			ManifestsDir: t.TempDir(), Identity: "agent/cp-0/1",
+		},
+		Clock:     &engine.ServerClock{Local: func() time.Time { return rollouttest.TS(100) }},
+		Heartbeat: 50 * time.Millisecond, StaleAfter: 200 * time.Millisecond,
+		Log: func(e Event) { events = append(events, e) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -64,14 +72,14 @@ func testAgent(t *testing.T, r *Record, doc []byte) (a *Agent, client *fake.Clie
 }
 
 // read returns what the fake holds: the record and the live document.
-func read(t *testing.T, client *fake.Clientset) (*Record, string) {
+func read(t *testing.T, client *fake.Clientset) (*rollout.Record, string) {
 	t.Helper()
 	ctx := context.Background()
-	cm, err := client.CoreV1().ConfigMaps("kube-system").Get(ctx, DefaultConfigMap, metav1.GetOptions{})
+	cm, err := client.CoreV1().ConfigMaps("kube-system").Get(ctx, rollout.DefaultConfigMap, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := FromConfigMap(cm)
+	r, err := rollout.FromConfigMap(cm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,16 +90,16 @@ func read(t *testing.T, client *fake.Clientset) (*Record, string) {
 	return r, live.Data[engine.DefaultKey]
 }
 
-// reverting is a record whose try of docV2 (from docV1) expired after
+// reverting is a record whose try of DocV2 (from DocV1) expired after
 // every node was Updated: a revert of cp-2, cp-1, cp-0 whose document is
 // not yet restored.
-func reverting(t *testing.T) *Record {
+func reverting(t *testing.T) *rollout.Record {
 	t.Helper()
-	r := started(t, spec(func(s *Spec) { s.Try = 20 * time.Second }))
-	for i, n := range cps {
-		turn(t, r, 10*i+1, n, NodeUpdated)
+	r := rollouttest.Started(t, rollouttest.Spec(func(s *rollout.Spec) { s.Try = 20 * time.Second }))
+	for i, n := range rollouttest.Nodes {
+		rollouttest.Turn(t, r, 10*i+1, n, rollout.NodeUpdated)
 	}
-	if changed, err := r.ExpireTry(by("agent-cp-1", 60)); err != nil || !changed {
+	if changed, err := r.ExpireTry(rollouttest.By("agent-cp-1", 60)); err != nil || !changed {
 		t.Fatalf("expire: %v, %v", changed, err)
 	}
 	return r
@@ -103,15 +111,15 @@ func TestAgentRestoresTheDocumentOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name, live, want, message string
 	}{
-		{"holds the reverted target", string(docV2), string(docV1), "kubeadm-config was put back from " + Hash(docV2) + " to " + Hash(docV1)},
-		{"already put back", string(docV1), string(docV1), "kubeadm-config holds " + Hash(docV1) + " already"},
-		{"changed since", string(docV3), string(docV3), "kubeadm-config was left alone: it holds " + Hash(docV3) +
-			", no longer the reverted target " + Hash(docV2) + ", so someone changed it since; the nodes go back to " + Hash(docV1) + " anyway"},
+		{"holds the reverted target", string(rollouttest.DocV2), string(rollouttest.DocV1), "kubeadm-config was put back from " + rollout.Hash(rollouttest.DocV2) + " to " + rollout.Hash(rollouttest.DocV1)},
+		{"already put back", string(rollouttest.DocV1), string(rollouttest.DocV1), "kubeadm-config holds " + rollout.Hash(rollouttest.DocV1) + " already"},
+		{"changed since", string(rollouttest.DocV3), string(rollouttest.DocV3), "kubeadm-config was left alone: it holds " + rollout.Hash(rollouttest.DocV3) +
+			", no longer the reverted target " + rollout.Hash(rollouttest.DocV2) + ", so someone changed it since; the nodes go back to " + rollout.Hash(rollouttest.DocV1) + " anyway"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := reverting(t)
 			a, client, logged := testAgent(t, rec, []byte(tc.live))
-			a.restoreDocument(context.Background(), rec)
+			a.rollouts.restoreDocument(context.Background(), rec)
 			got, live := read(t, client)
 			if live != tc.want {
 				t.Errorf("kubeadm-config holds:\n%s\nwant:\n%s", live, tc.want)
@@ -120,7 +128,7 @@ func TestAgentRestoresTheDocumentOnce(t *testing.T) {
 				t.Errorf("record: restored %v, message %q; want %q", got.Status.DocumentRestored, got.Status.Message, tc.message)
 			}
 			// A second agent, on the record it read before: nothing more.
-			a.restoreDocument(context.Background(), rec)
+			a.rollouts.restoreDocument(context.Background(), rec)
 			if again, live2 := read(t, client); live2 != tc.want || again.Status.Message != tc.message {
 				t.Errorf("the second pass changed something: %q, %q", live2, again.Status.Message)
 			}
@@ -131,7 +139,7 @@ func TestAgentRestoresTheDocumentOnce(t *testing.T) {
 	}
 }
 
-func countReason(events []AgentEvent, reason string) int {
+func countReason(events []Event, reason string) int {
 	n := 0
 	for _, e := range events {
 		if e.Reason == reason {
@@ -144,11 +152,11 @@ func countReason(events []AgentEvent, reason string) int {
 // A damaged record is reported once per version, and nothing else is
 // done with it.
 func TestAgentReportsADamagedRecordOnce(t *testing.T) {
-	a, client, logged := testAgent(t, nil, docV1)
-	a.record = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: DefaultConfigMap, ResourceVersion: "5"},
-		Data: map[string]string{KeyStatus: "nodes: [[["}}
-	a.act(context.Background())
-	a.act(context.Background())
+	a, client, logged := testAgent(t, nil, rollouttest.DocV1)
+	a.view.Rollout = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: rollout.DefaultConfigMap, ResourceVersion: "5"},
+		Data: map[string]string{rollout.KeyStatus: "nodes: [[["}}
+	a.rollouts.do(context.Background())
+	a.rollouts.do(context.Background())
 	if n := countReason(*logged, "RecordDamaged"); n != 1 {
 		t.Fatalf("RecordDamaged logged %d times, want once: %+v", n, *logged)
 	}
@@ -161,8 +169,8 @@ func TestAgentReportsADamagedRecordOnce(t *testing.T) {
 	if err != nil || len(events.Items) != 1 || events.Items[0].Reason != "RecordDamaged" {
 		t.Errorf("want one RecordDamaged Event on the record: %+v, %v", events, err)
 	}
-	a.record.ResourceVersion = "6"
-	a.act(context.Background())
+	a.view.Rollout.ResourceVersion = "6"
+	a.rollouts.do(context.Background())
 	if n := countReason(*logged, "RecordDamaged"); n != 2 {
 		t.Errorf("a new version of the damaged record was not reported: %d", n)
 	}
@@ -171,15 +179,15 @@ func TestAgentReportsADamagedRecordOnce(t *testing.T) {
 // A try that ran out is turned into a revert by the first agent; the
 // second finds it made and records nothing.
 func TestAgentExpiresATryOnce(t *testing.T) {
-	r := started(t, spec(func(s *Spec) { s.Try = 20 * time.Second }))
-	for i, n := range cps {
-		turn(t, r, 10*i+1, n, NodeUpdated)
+	r := rollouttest.Started(t, rollouttest.Spec(func(s *rollout.Spec) { s.Try = 20 * time.Second }))
+	for i, n := range rollouttest.Nodes {
+		rollouttest.Turn(t, r, 10*i+1, n, rollout.NodeUpdated)
 	}
-	a, client, logged := testAgent(t, r, docV2) // its clock is at 100s, the deadline at 42s
-	a.expireTry(context.Background())
-	a.expireTry(context.Background())
+	a, client, logged := testAgent(t, r, rollouttest.DocV2) // its clock is at 100s, the deadline at 42s
+	a.rollouts.expireTry(context.Background())
+	a.rollouts.expireTry(context.Background())
 	got, _ := read(t, client)
-	if got.Status.Kind != KindRevert || got.Status.StartedBy != "agent/cp-0/1" {
+	if got.Status.Kind != rollout.KindRevert || got.Status.StartedBy != "agent/cp-0/1" {
 		t.Fatalf("want a revert started by the agent, got %+v", got.Status)
 	}
 	if n := countReason(*logged, "TryExpired"); n != 1 {
@@ -189,23 +197,30 @@ func TestAgentExpiresATryOnce(t *testing.T) {
 
 // How a node's turn ended, from what the run returned.
 func TestAgentOutcomes(t *testing.T) {
+	unhealthy, apiserver := errors.New("kube-apiserver did not become healthy"), []controlplane.Component{controlplane.APIServer}
 	replaced := &reconfigure.Report{Outcomes: []controlplane.Outcome{
 		{Component: controlplane.APIServer, Replaced: true}, {Component: controlplane.Scheduler}}}
 	for _, tc := range []struct {
 		name string
 		rep  *reconfigure.Report
 		err  error
-		want Outcome
+		want rollout.Outcome
 	}{
-		{"updated", replaced, nil, Outcome{Phase: NodeUpdated, Components: []string{"kube-apiserver"}}},
+		{"updated", replaced, nil, rollout.Outcome{Phase: rollout.NodeUpdated, Components: []string{"kube-apiserver"}}},
 		{"unchanged", &reconfigure.Report{Warnings: []error{errors.New("not recorded")}}, nil,
-			Outcome{Phase: NodeUnchanged, Message: "warning: not recorded"}},
-		{"rolled back", replaced, exitcode.New(exitcode.RolledBack, errors.New("kube-apiserver did not become healthy")),
-			Outcome{Phase: NodeRolledBack, Components: []string{"kube-apiserver"}, Message: "kube-apiserver did not become healthy"}},
-		{"rollback failed", replaced, exitcode.New(exitcode.RollbackFailed, errors.New("kube-apiserver may be down")),
-			Outcome{Phase: NodeRollbackFailed, Components: []string{"kube-apiserver"}, Message: "kube-apiserver may be down"}},
+			rollout.Outcome{Phase: rollout.NodeUnchanged, Message: "warning: not recorded"}},
+		{"rolled back", replaced, exitcode.New(exitcode.RolledBack, &controlplane.FailedError{Err: unhealthy, RolledBack: apiserver}),
+			rollout.Outcome{Phase: rollout.NodeRolledBack, Components: []string{"kube-apiserver"},
+				Message: "kube-apiserver did not become healthy; rolled back kube-apiserver: the node is back on its previous configuration"}},
+		{"rollback failed", replaced, exitcode.New(exitcode.RollbackFailed, &controlplane.RollbackError{Err: unhealthy, Down: apiserver, RollbackErr: unhealthy}),
+			rollout.Outcome{Phase: rollout.NodeRollbackFailed, Components: []string{"kube-apiserver"},
+				Message: "kube-apiserver did not become healthy; the rollback failed: kube-apiserver may be down: kube-apiserver did not become healthy"}},
+		// The phase comes from the error's type, never its exit code.
+		{"rolled back, wrapped without its exit code", replaced, fmt.Errorf("apply: %w", &controlplane.FailedError{Err: unhealthy, RolledBack: apiserver}),
+			rollout.Outcome{Phase: rollout.NodeRolledBack, Components: []string{"kube-apiserver"},
+				Message: "apply: kube-apiserver did not become healthy; rolled back kube-apiserver: the node is back on its previous configuration"}},
 		{"before anything changed", &reconfigure.Report{}, exitcode.Failuref("no probe"),
-			Outcome{Phase: NodeRolledBack, Message: "no probe; nothing was changed on the node"}},
+			rollout.Outcome{Phase: rollout.NodeRolledBack, Message: "no probe; nothing was changed on the node"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, outcomeOf(tc.rep, tc.err)); diff != "" {
@@ -218,10 +233,10 @@ func TestAgentOutcomes(t *testing.T) {
 // A second agent of the same node is refused while the first one's Lease
 // is fresh, and takes over a stale one.
 func TestAgentLeaseTakeover(t *testing.T) {
-	a, client, _ := testAgent(t, nil, docV1) // the clock says 100s
+	a, client, _ := testAgent(t, nil, rollouttest.DocV1) // the clock says 100s
 	holder := "agent/cp-0/old"
-	renewed := func(sec int) *metav1.MicroTime { m := metav1.NewMicroTime(ts(sec)); return &m }
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: AgentLeaseName("cp-0")},
+	renewed := func(sec int) *metav1.MicroTime { m := metav1.NewMicroTime(rollouttest.TS(sec)); return &m }
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: nodestate.LeaseName("cp-0")},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: renewed(100)}}
 	leases := client.CoordinationV1().Leases("kube-system")
 	if _, err := leases.Create(context.Background(), lease, metav1.CreateOptions{}); err != nil {
@@ -242,7 +257,7 @@ func TestAgentLeaseTakeover(t *testing.T) {
 	go func() { done <- a.Run(ctx) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		l, err := leases.Get(context.Background(), AgentLeaseName("cp-0"), metav1.GetOptions{})
+		l, err := leases.Get(context.Background(), nodestate.LeaseName("cp-0"), metav1.GetOptions{})
 		if err == nil && *l.Spec.HolderIdentity == "agent/cp-0/1" {
 			break
 		}
@@ -255,7 +270,7 @@ func TestAgentLeaseTakeover(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := leases.Get(context.Background(), AgentLeaseName("cp-0"), metav1.GetOptions{}); err == nil {
+	if _, err := leases.Get(context.Background(), nodestate.LeaseName("cp-0"), metav1.GetOptions{}); err == nil {
 		t.Error("a clean stop left the lease")
 	}
 }
@@ -264,13 +279,13 @@ func TestAgentLeaseTakeover(t *testing.T) {
 // pinned copy carries the target's bytes and resourceVersion, and the
 // live ConfigMap's uid, which the backups of what was applied record.
 func TestAgentAppliesThePinnedTarget(t *testing.T) {
-	r := started(t, spec())
-	a, _, _ := testAgent(t, r, docV3) // someone patched meanwhile
-	a.live = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{UID: "uid-1", ResourceVersion: "900"},
-		Data: map[string]string{engine.DefaultKey: string(docV3)}}
-	req := a.request(r, nil)
+	r := rollouttest.Started(t, rollouttest.Spec())
+	a, _, _ := testAgent(t, r, rollouttest.DocV3) // someone patched meanwhile
+	a.view.Config = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{UID: "uid-1", ResourceVersion: "900"},
+		Data: map[string]string{engine.DefaultKey: string(rollouttest.DocV3)}}
+	req := a.rollouts.request(r, nil)
 	p := req.Source.Pinned
-	if p == nil || p.Data[engine.DefaultKey] != string(docV2) || p.ResourceVersion != "812" || p.UID != "uid-1" ||
+	if p == nil || p.Data[engine.DefaultKey] != string(rollouttest.DocV2) || p.ResourceVersion != "812" || p.UID != "uid-1" ||
 		p.Namespace != "kube-system" || p.Name != "kubeadm-config" {
 		t.Fatalf("pinned: %+v", p)
 	}
@@ -285,24 +300,24 @@ func TestAgentAppliesThePinnedTarget(t *testing.T) {
 // does not take the turn again, which would render for nothing and log a
 // TurnDeferred warning. (make demo showed one after `rollout undo`.)
 func TestAgentActsOnItsOwnLastWrite(t *testing.T) {
-	a, client, logged := testAgent(t, started(t, spec()), docV2)
+	a, client, logged := testAgent(t, rollouttest.Started(t, rollouttest.Spec()), rollouttest.DocV2)
 	ctx := context.Background()
 	cms := client.CoreV1().ConfigMaps("kube-system")
 	var err error
-	if a.live, err = cms.Get(ctx, "kubeadm-config", metav1.GetOptions{}); err != nil {
+	if a.view.Config, err = cms.Get(ctx, "kubeadm-config", metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if a.record, err = cms.Get(ctx, DefaultConfigMap, metav1.GetOptions{}); err != nil {
+	if a.view.Rollout, err = cms.Get(ctx, rollout.DefaultConfigMap, metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// cp-0's turn; in an empty manifests directory it fails unchanged, and
 	// the rollout with it.
-	a.act(ctx)
-	if got, _ := read(t, client); got.Status.Phase != Failed || got.Status.Nodes[0].Phase != NodeRolledBack {
-		t.Fatalf("want cp-0 RolledBack and the rollout Failed, got %+v", got.Status)
+	a.rollouts.do(ctx)
+	if got, _ := read(t, client); got.Status.Phase != rollout.Failed || got.Status.Nodes[0].Phase != rollout.NodeRolledBack {
+		t.Fatalf("want cp-0 RolledBack and the rollout rollout.Failed, got %+v", got.Status)
 	}
 	before := len(*logged)
-	a.act(ctx) // as a change of kubeadm-config has it act
+	a.rollouts.do(ctx) // as a change of kubeadm-config has it act
 	for _, e := range (*logged)[before:] {
 		t.Errorf("the agent acted again on the copy that began its turn: %s: %s", e.Reason, e.Message)
 	}
@@ -313,35 +328,37 @@ func TestAgentActsOnItsOwnLastWrite(t *testing.T) {
 // where a turn would take its lock and write manifests.
 func TestNewAgentRefuses(t *testing.T) {
 	client := fake.NewClientset()
-	full := func() AgentConfig {
-		return AgentConfig{
-			Record: engine.New(client, engine.Target{Namespace: "kube-system", Name: DefaultConfigMap}, engine.Options{}),
-			Config: engine.New(client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey}, engine.Options{}),
-			Clock:  &engine.ServerClock{}, Store: &backup.Store{Dir: t.TempDir()},
-			Node: clusterconfig.NodeConfig{Name: "cp-0"}, ManifestsDir: t.TempDir(),
+	full := func() Config {
+		return Config{
+			Record: engine.New(client, engine.Target{Namespace: "kube-system", Name: rollout.DefaultConfigMap}, engine.Options{}),
+			Node: reconfigure.Node{
+				Config: engine.New(client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey}, engine.Options{}),
+				Store:  &backup.Store{Dir: t.TempDir()}, NodeConfig: clusterconfig.NodeConfig{Name: "cp-0"}, ManifestsDir: t.TempDir(),
+			},
+			Clock: &engine.ServerClock{},
 		}
 	}
 	for _, tc := range []struct {
 		name   string
-		change func(c *AgentConfig)
+		change func(c *Config)
 		want   string
 	}{
-		{"no engine", func(c *AgentConfig) { c.Record = nil },
+		{"no engine", func(c *Config) { c.Record = nil },
 			"an agent needs the record's and kubeadm-config's engines, the server clock and a backup store"},
-		{"no node name", func(c *AgentConfig) { c.Node.Name = "" }, "an agent needs its node's name"},
-		{"no manifests directory", func(c *AgentConfig) { c.ManifestsDir = "" },
+		{"no node name", func(c *Config) { c.Name = "" }, "an agent needs its node's name"},
+		{"no manifests directory", func(c *Config) { c.ManifestsDir = "" },
 			"an agent needs its node's static Pod manifests directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := full()
 			tc.change(&cfg)
-			_, err := NewAgent(cfg)
+			_, err := New(cfg)
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("NewAgent: got %v, want %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := NewAgent(full()); err != nil {
+	if _, err := New(full()); err != nil {
 		t.Errorf("NewAgent of a full config: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package rollout
+package operator
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
 // Before a rollout starts: no other is active, the nodes it goes to are
@@ -30,13 +32,13 @@ const MirrorPodNamespace = "kube-system"
 // mirror Pods is missing or not Ready, or its agent is missing or lost.
 // Every control-plane node is checked, also those spec leaves out: while
 // one node's components restart, the others carry the control plane.
-func (o *Operator) Preflight(ctx context.Context, spec Spec) (Spec, error) {
+func (o *Rollouts) Preflight(ctx context.Context, spec rollout.Spec) (rollout.Spec, error) {
 	r, _, err := o.Read(ctx)
 	if err != nil {
 		return spec, err
 	}
-	if s := r.Status; s != nil && s.Phase.Active() {
-		return spec, s.activeError()
+	if err := r.Idle(); err != nil {
+		return spec, err
 	}
 	cps, err := o.Record.ControlPlaneNodes(ctx)
 	if err != nil {
@@ -70,7 +72,7 @@ func (o *Operator) Preflight(ctx context.Context, spec Spec) (Spec, error) {
 	}
 	var problems []string
 	for _, n := range cps {
-		found, err := o.nodeProblems(ctx, n, AgentFor(agents, n))
+		found, err := o.nodeProblems(ctx, n, nodestate.AgentFor(agents, n))
 		if err != nil {
 			return spec, err
 		}
@@ -86,16 +88,16 @@ func (o *Operator) Preflight(ctx context.Context, spec Spec) (Spec, error) {
 
 // checkSpec checks what a start will check again, before any document is
 // pinned: the order, the canary, the try.
-func checkSpec(spec Spec) error {
+func checkSpec(spec rollout.Spec) error {
 	if len(spec.Target) == 0 {
 		spec.Target = []byte("-") // pinned later
 	}
-	return spec.validate()
+	return spec.Validate()
 }
 
 // nodeProblems lists what keeps node from bearing a rollout: its
 // components' mirror Pods and its agent.
-func (o *Operator) nodeProblems(ctx context.Context, node string, agent AgentStatus) ([]string, error) {
+func (o *Rollouts) nodeProblems(ctx context.Context, node string, agent nodestate.Agent) ([]string, error) {
 	var problems []string
 	for _, c := range controlplane.Components() {
 		name := c.PodName() + "-" + node
@@ -110,9 +112,9 @@ func (o *Operator) nodeProblems(ctx context.Context, node string, agent AgentSta
 		}
 	}
 	switch agent.Liveness {
-	case AgentNone:
-		problems = append(problems, fmt.Sprintf("no agent (no Lease %s)", AgentLeaseName(node)))
-	case AgentLost:
+	case nodestate.AgentNone:
+		problems = append(problems, fmt.Sprintf("no agent (no Lease %s)", nodestate.LeaseName(node)))
+	case nodestate.AgentLost:
 		seen := "its Lease was never renewed"
 		if agent.LastSeen != nil {
 			seen = "last seen " + duration.HumanDuration(agent.LastSeen.Duration) + " ago"

@@ -1,4 +1,12 @@
-package rollout
+// Package nodestate is what the agent of a control-plane node publishes
+// about it, and how everyone else reads it, from the API alone: each agent
+// holds one Lease named after its node, renewed on the API server's clock,
+// whose annotation carries the node's State (whether the node runs what the
+// live ClusterConfiguration renders to). The agent writes it; the
+// operator's verbs (a rollout's preflight, rollout status, nodes) read it
+// and judge each agent alive or lost by its Lease. It holds values only and
+// makes no API call.
+package nodestate
 
 import (
 	"encoding/json"
@@ -10,18 +18,12 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
-// What an agent publishes about its node, and how others judge whether it is
-// alive. Every agent holds one Lease, named after its node and renewed on the
-// API server's clock; the Lease carries the node's state in an annotation.
-// The agent writes it; `rollout start` (its preflight), `rollout status` and
-// `nodes` read it, from the API alone, without access to the nodes.
-
-// AgentLabel marks an agent's Lease; its value is the node's name, so one
+// Label marks an agent's Lease; its value is the node's name, so one
 // selector lists every agent.
-const AgentLabel = "kubeadmcfg.io/agent"
+const Label = "kubeadmcfg.io/agent"
 
-// NodeStateAnnotation holds the node's State as JSON on the agent's Lease.
-const NodeStateAnnotation = "kubeadmcfg.io/node-state"
+// Annotation holds the node's State as JSON on the agent's Lease.
+const Annotation = "kubeadmcfg.io/node-state"
 
 // DefaultHeartbeat is how often an agent renews its Lease, and
 // DefaultStaleAfter how long a Lease may go unrenewed before the agent is
@@ -31,15 +33,15 @@ const (
 	DefaultStaleAfter = 3 * DefaultHeartbeat
 )
 
-// AgentLeaseName is the name of the Lease the agent of node holds. Lease
+// LeaseName is the name of the Lease the agent of node holds. Lease
 // names are DNS subdomains, as node names are, so every node name fits
 // once the prefix leaves room (253 characters in all).
-func AgentLeaseName(node string) string { return "kubeadmcfg-agent-" + node }
+func LeaseName(node string) string { return "kubeadmcfg-agent-" + node }
 
-// NodeState is what an agent last found on its node: whether the node runs
+// State is what an agent last found on its node: whether the node runs
 // what the live ClusterConfiguration renders to, and if not, which
 // components differ.
-type NodeState struct {
+type State struct {
 	// AgentVersion is the plugin version the agent runs.
 	AgentVersion string `json:"agentVersion"`
 	// InSync is true when every component's running manifest is what the
@@ -60,27 +62,27 @@ type NodeState struct {
 	Error string `json:"error,omitempty"`
 }
 
-// AgentOf reads the node and the state an agent Lease carries. ok is false
+// FromLease reads the node and the state an agent Lease carries. ok is false
 // for a Lease that is not an agent's; a state that does not decode is an
 // error (exit 3), never taken for "in sync".
-func AgentOf(l *coordinationv1.Lease) (node string, state *NodeState, ok bool, err error) {
-	node, ok = l.Labels[AgentLabel]
-	if !ok || l.Name != AgentLeaseName(node) {
+func FromLease(l *coordinationv1.Lease) (node string, state *State, ok bool, err error) {
+	node, ok = l.Labels[Label]
+	if !ok || l.Name != LeaseName(node) {
 		return "", nil, false, nil
 	}
-	raw, published := l.Annotations[NodeStateAnnotation]
+	raw, published := l.Annotations[Annotation]
 	if !published {
 		return node, nil, true, nil
 	}
-	var s NodeState
+	var s State
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		return node, nil, true, exitcode.Invalidf("lease %s/%s: annotation %s is not a node state: %w", l.Namespace, l.Name, NodeStateAnnotation, err)
+		return node, nil, true, exitcode.Invalidf("lease %s/%s: annotation %s is not a node state: %w", l.Namespace, l.Name, Annotation, err)
 	}
 	return node, &s, true, nil
 }
 
-// SetNodeState stores s on the agent's Lease.
-func SetNodeState(l *coordinationv1.Lease, s NodeState) error {
+// SetState stores s on the agent's Lease.
+func SetState(l *coordinationv1.Lease, s State) error {
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("encode the node state: %w", err)
@@ -88,7 +90,7 @@ func SetNodeState(l *coordinationv1.Lease, s NodeState) error {
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}
-	l.Annotations[NodeStateAnnotation] = string(raw)
+	l.Annotations[Annotation] = string(raw)
 	return nil
 }
 

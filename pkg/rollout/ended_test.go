@@ -10,7 +10,7 @@ import (
 
 // TestWaitJudge: how a wait for rollout 1 ends, for every way the record can
 // stand. The watch itself is shown against a real API server (internal/e2e).
-func TestWaitJudge(t *testing.T) {
+func TestEnded(t *testing.T) {
 	progressing := started(t, spec())
 	turn(t, progressing, 10, "cp-0", NodeUpdated)
 	succeeded := started(t, spec())
@@ -64,7 +64,7 @@ func TestWaitJudge(t *testing.T) {
 			"stopped waiting before the rollout ended: rollout 1 is not in the record (rollout 2 is current, and the history no longer lists it)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, done, err := waitJudge(tc.r, 1, tc.untilEnded)
+			_, done, err := tc.r.Ended(1, tc.untilEnded)
 			if done != tc.done || exitcode.FromError(err) != tc.code || (err != nil) != (tc.msg != "") || err != nil && err.Error() != tc.msg {
 				t.Fatalf("got done %v, exit %d: %v\nwant done %v, exit %d: %s", done, exitcode.FromError(err), err, tc.done, tc.code, tc.msg)
 			}

@@ -1,4 +1,4 @@
-package rollout
+package operator
 
 import (
 	"context"
@@ -6,13 +6,14 @@ import (
 	"strings"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
 // Start pins the live document of kubeadm-config, byte for byte with its
 // resourceVersion, and starts a rollout of it over spec's nodes, once
 // Preflight passes. The nodes' previous document is the record's last
 // successful target, when there is one. spec's target fields are ignored.
-func (o *Operator) Start(ctx context.Context, spec Spec) (*Change, error) {
+func (o *Rollouts) Start(ctx context.Context, spec rollout.Spec) (*Change, error) {
 	spec, err := o.Preflight(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -25,7 +26,7 @@ func (o *Operator) Start(ctx context.Context, spec Spec) (*Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec.Target, spec.TargetResourceVersion, spec.Source = []byte(doc), cm.ResourceVersion, SourceLive
+	spec.Target, spec.TargetResourceVersion, spec.Source = []byte(doc), cm.ResourceVersion, rollout.SourceLive
 	spec.Previous, spec.PreviousResourceVersion = nil, ""
 	return o.StartPinned(ctx, spec)
 }
@@ -37,11 +38,11 @@ func (o *Operator) Start(ctx context.Context, spec Spec) (*Change, error) {
 // is written with compare-and-swap and created when missing, so of two
 // starts that race exactly one wins; the other is refused (exit 4) naming
 // the winner.
-func (o *Operator) StartPinned(ctx context.Context, spec Spec) (*Change, error) {
-	return o.transition(ctx, func(r *Record) (bool, error) {
+func (o *Rollouts) StartPinned(ctx context.Context, spec rollout.Spec) (*Change, error) {
+	return o.transition(ctx, func(r *rollout.Record) (bool, error) {
 		return true, r.Start(o.clock(), spec)
-	}, func(s *Status) (string, string) {
+	}, func(s *rollout.Status) (string, string) {
 		return "RolloutStarted", fmt.Sprintf("rollout %d started by %s: %s (%s, resourceVersion %s) over %s",
-			s.ID, s.StartedBy, Short(s.Target.Hash), s.Target.Source, s.Target.ResourceVersion, strings.Join(s.Order, ", "))
+			s.ID, s.StartedBy, rollout.Short(s.Target.Hash), s.Target.Source, s.Target.ResourceVersion, strings.Join(s.Order, ", "))
 	})
 }

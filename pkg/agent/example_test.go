@@ -1,4 +1,4 @@
-package rollout_test
+package agent_test
 
 import (
 	"context"
@@ -10,9 +10,11 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/agent"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -20,18 +22,20 @@ import (
 // until SIGTERM, then it finishes or rolls back the node's turn in
 // progress, records the outcome and deletes its Lease. It needs a kubeadm
 // control-plane node, so the example is compiled, not run.
-func ExampleAgent() {
+func Example() {
 	var client kubernetes.Interface // built with clock.WrapTransport and engine.WrapNoWriteRetries
 	clock := &engine.ServerClock{}
 	store := &backup.Store{Dir: backup.DefaultDir()}
-	a, err := rollout.NewAgent(rollout.AgentConfig{
+	a, err := agent.New(agent.Config{
+		Node: reconfigure.Node{
+			Config: engine.New(client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey},
+				engine.Options{Backup: &backup.Hook{Store: store, Keep: 50, Reason: backup.ReasonBeforeRestore}}),
+			Store: store, Keep: 50, NodeConfig: clusterconfig.NodeConfig{Name: "cp-0"},
+			ManifestsDir: "/etc/kubernetes/manifests", Kubeadm: "kubeadm",
+		},
 		Record: engine.New(client, engine.Target{Namespace: "kube-system", Name: rollout.DefaultConfigMap}, engine.Options{}),
-		Config: engine.New(client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey},
-			engine.Options{Backup: &backup.Hook{Store: store, Keep: 50, Reason: backup.ReasonBeforeRestore}}),
-		Clock: clock, Store: store, Keep: 50,
-		Node:         clusterconfig.NodeConfig{Name: "cp-0"},
-		ManifestsDir: "/etc/kubernetes/manifests", Kubeadm: "kubeadm", Wait: 2 * time.Minute,
-		Log: func(e rollout.AgentEvent) { fmt.Fprintln(os.Stderr, e.Reason+": "+e.Message) },
+		Clock:  clock, Wait: 2 * time.Minute,
+		Log: func(e agent.Event) { fmt.Fprintln(os.Stderr, e.Reason+": "+e.Message) },
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -1,4 +1,4 @@
-package rollout
+package operator
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
 // BackupReasonUndo is the reason recorded in the backup of the document an
@@ -32,7 +33,7 @@ type NotTargetError struct {
 func (e *NotTargetError) Error() string {
 	return fmt.Sprintf("configmap %s no longer holds the target of rollout %d: the rollout pinned %s (resourceVersion %s), "+
 		"the ConfigMap now holds %s (resourceVersion %s); putting the previous document back would throw away the change made since",
-		e.ConfigMap, e.ID, Short(e.Pinned), e.PinnedResourceVersion, Short(e.Live), e.LiveResourceVersion)
+		e.ConfigMap, e.ID, rollout.Short(e.Pinned), e.PinnedResourceVersion, rollout.Short(e.Live), e.LiveResourceVersion)
 }
 
 // UndoResult is what an undo did.
@@ -58,23 +59,23 @@ type UndoResult struct {
 // document back to kubeadm-config through Config, compare-and-swap, and
 // marks it restored in the record. An undo that started but did not put the
 // document back (the command died) is finished by the next Undo.
-func (o *Operator) Undo(ctx context.Context, force bool) (*UndoResult, error) {
+func (o *Rollouts) Undo(ctx context.Context, force bool) (*UndoResult, error) {
 	r, cm, err := o.Read(ctx)
 	if err != nil {
 		return nil, err
 	}
 	undone := r.Status
 	if undone == nil {
-		return nil, exitcode.Conflictf("nothing to undo: %w in configmap %s", ErrNoRollout, o.recordName())
+		return nil, exitcode.Conflictf("nothing to undo: %w in configmap %s", rollout.ErrNoRollout, o.recordName())
 	}
-	if s := undone; s.Kind == KindUndo && s.Phase.Active() && !s.DocumentRestored {
+	if s := undone; s.Kind == rollout.KindUndo && s.Phase.Active() && !s.DocumentRestored {
 		res, err := o.restoreDocument(ctx, s.ID, r.Target, undoneBy(r), *s.Previous, force)
 		if res != nil {
 			res.Resumed, res.Undone = true, undoneBy(r)
 		}
 		return res, err
 	}
-	trial, err := FromConfigMap(cm) // a copy to try the undo on
+	trial, err := rollout.FromConfigMap(cm) // a copy to try the undo on
 	if err != nil {
 		return nil, err
 	}
@@ -84,14 +85,14 @@ func (o *Operator) Undo(ctx context.Context, force bool) (*UndoResult, error) {
 	if err := o.checkTarget(ctx, undone, force); err != nil {
 		return nil, err
 	}
-	ch, err := o.transition(ctx, func(r *Record) (bool, error) {
+	ch, err := o.transition(ctx, func(r *rollout.Record) (bool, error) {
 		if r.Status == nil || r.Status.ID != undone.ID {
 			return false, o.superseded(r.Status, undone.ID, "nothing was undone")
 		}
 		return true, r.Undo(o.clock())
-	}, func(s *Status) (string, string) {
+	}, func(s *rollout.Status) (string, string) {
 		return "RolloutUndoStarted", fmt.Sprintf("rollout %d started by %s: undoes rollout %d, back to %s over %s",
-			s.ID, s.StartedBy, undone.ID, Short(s.Target.Hash), orNone(s.Order))
+			s.ID, s.StartedBy, undone.ID, rollout.Short(s.Target.Hash), orNone(s.Order))
 	})
 	if err != nil {
 		return nil, err
@@ -105,7 +106,7 @@ func (o *Operator) Undo(ctx context.Context, force bool) (*UndoResult, error) {
 
 // undoneBy is the rollout the current undo takes back: the last one in the
 // history before it whose target the undo starts from.
-func undoneBy(r *Record) int64 {
+func undoneBy(r *rollout.Record) int64 {
 	s := r.Status
 	for i := len(r.History) - 1; i >= 0; i-- {
 		if h := r.History[i]; h.ID < s.ID && h.TargetHash == s.Previous.Hash {
@@ -117,7 +118,7 @@ func undoneBy(r *Record) int64 {
 
 // checkTarget refuses an undo of s when kubeadm-config holds neither its
 // target nor its previous document, unless force.
-func (o *Operator) checkTarget(ctx context.Context, s *Status, force bool) error {
+func (o *Rollouts) checkTarget(ctx context.Context, s *rollout.Status, force bool) error {
 	if force {
 		return nil
 	}
@@ -130,9 +131,9 @@ func (o *Operator) checkTarget(ctx context.Context, s *Status, force bool) error
 
 // holdsTarget checks that cm holds the target pinned of rollout id, or the
 // document the undo puts back (the previous one).
-func (o *Operator) holdsTarget(cm *corev1.ConfigMap, id int64, pinned Ref, previous string) error {
+func (o *Rollouts) holdsTarget(cm *corev1.ConfigMap, id int64, pinned rollout.Ref, previous string) error {
 	t := o.Config.Target()
-	live := Hash([]byte(cm.Data[t.Key]))
+	live := rollout.Hash([]byte(cm.Data[t.Key]))
 	if live == pinned.Hash || live == previous {
 		return nil
 	}
@@ -144,13 +145,13 @@ func (o *Operator) holdsTarget(cm *corev1.ConfigMap, id int64, pinned Ref, previ
 // the target of the rollout it undoes (undone), and marks it restored. A
 // kubeadm-config changed meanwhile is left alone (unless force), and the
 // record says so.
-func (o *Operator) restoreDocument(ctx context.Context, id int64, doc []byte, undoneID int64, undone Ref, force bool) (*UndoResult, error) {
+func (o *Rollouts) restoreDocument(ctx context.Context, id int64, doc []byte, undoneID int64, undone rollout.Ref, force bool) (*UndoResult, error) {
 	out := &UndoResult{Undone: undoneID}
 	res, err := o.Config.ReplaceDocument(ctx, doc, func(cm *corev1.ConfigMap) error {
 		if force {
 			return nil
 		}
-		return o.holdsTarget(cm, undoneID, undone, Hash(doc))
+		return o.holdsTarget(cm, undoneID, undone, rollout.Hash(doc))
 	})
 	var notTarget *NotTargetError
 	var message string
@@ -158,7 +159,7 @@ func (o *Operator) restoreDocument(ctx context.Context, id int64, doc []byte, un
 	switch {
 	case errors.As(err, &notTarget):
 		out.LeftAlone = notTarget.Error()
-		message = "kubeadm-config was left alone: it was changed after the undo started (" + Short(notTarget.Live) +
+		message = "kubeadm-config was left alone: it was changed after the undo started (" + rollout.Short(notTarget.Live) +
 			", resourceVersion " + notTarget.LiveResourceVersion + ")"
 		warnings = append(warnings, message)
 	case err != nil:
@@ -166,19 +167,19 @@ func (o *Operator) restoreDocument(ctx context.Context, id int64, doc []byte, un
 			"undo rollout %d started, but configmap %s was not put back: %w; undo again to finish it", id, o.Config.Target().Name, err))
 	case res.Changed:
 		out.Document = res
-		message = fmt.Sprintf("kubeadm-config put back to %s (resourceVersion %s)", Short(Hash(doc)), res.New.ResourceVersion)
+		message = fmt.Sprintf("kubeadm-config put back to %s (resourceVersion %s)", rollout.Short(rollout.Hash(doc)), res.New.ResourceVersion)
 	default:
-		message = fmt.Sprintf("kubeadm-config already held %s", Short(Hash(doc)))
+		message = fmt.Sprintf("kubeadm-config already held %s", rollout.Short(rollout.Hash(doc)))
 	}
 	if res != nil {
 		warnings = append(warnings, res.Warnings...)
 	}
-	ch, err := o.transition(ctx, func(r *Record) (bool, error) {
+	ch, err := o.transition(ctx, func(r *rollout.Record) (bool, error) {
 		if r.Status == nil || r.Status.ID != id {
 			return false, o.superseded(r.Status, id, "the document was not marked restored")
 		}
 		return r.MarkDocumentRestored(o.clock(), message)
-	}, func(s *Status) (string, string) {
+	}, func(s *rollout.Status) (string, string) {
 		return "DocumentRestored", fmt.Sprintf("rollout %d: %s", s.ID, message)
 	})
 	if err != nil {
@@ -190,7 +191,7 @@ func (o *Operator) restoreDocument(ctx context.Context, id int64, doc []byte, un
 }
 
 // superseded says that rollout id is no longer the current one.
-func (o *Operator) superseded(current *Status, id int64, what string) error {
+func (o *Rollouts) superseded(current *rollout.Status, id int64, what string) error {
 	if current == nil {
 		return exitcode.Conflictf("rollout %d is no longer recorded in configmap %s; %s", id, o.recordName(), what)
 	}

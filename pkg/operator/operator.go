@@ -1,22 +1,28 @@
-package rollout
+// Package operator is the operator's side of the work the node agents
+// carry out: what a person or a script does through the API alone, with no
+// access to the nodes. Rollouts starts a configuration rollout after a
+// preflight of the nodes and their agents (pkg/nodestate), pauses, resumes,
+// confirms and undoes it, and waits for its end; every change to the
+// record (pkg/rollout) is one compare-and-swap write. The rollout, nodes
+// and agent verbs, and patch|edit|restore --rollout, build on it.
+package operator
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
-// The operator's side of a rollout: what `rollout start|pause|resume|
-// confirm|undo|status|history`, `nodes` and `patch|edit|restore --rollout`
-// do through the API. The agents do the rest on their nodes.
-
-// Operator carries out an operator's requests on the rollout record, from
+// Rollouts carries out an operator's requests on the rollout record, from
 // the API alone: start a rollout after a preflight of the nodes and their
 // agents, pause, resume, confirm and undo it, wait for its end, read it.
 // Every change to the record is one compare-and-swap write through Record
@@ -24,7 +30,7 @@ import (
 // checked against the record actually replaced, and of two operators who
 // race exactly one wins. Each transition is also recorded as an Event on the
 // record, best effort.
-type Operator struct {
+type Rollouts struct {
 	// Record reads and writes the record's ConfigMap. Build it with
 	// CreateIfMissing, so that the first start creates the record.
 	Record *engine.Engine
@@ -39,14 +45,14 @@ type Operator struct {
 	// By names who acts, as the record and its history show it.
 	By string
 	// StaleAfter is how long an agent's Lease may go unrenewed before the
-	// agent is taken for lost (DefaultStaleAfter when zero).
+	// agent is taken for lost (nodestate.DefaultStaleAfter when zero).
 	StaleAfter time.Duration
 }
 
 // Change is what an operation did to the record.
 type Change struct {
 	// Status is the rollout after the operation (the record's current one).
-	Status *Status
+	Status *rollout.Status
 	// Changed is false when the record already was as asked (a rollout
 	// paused twice): nothing was written.
 	Changed bool
@@ -57,24 +63,24 @@ type Change struct {
 	Warnings []string
 }
 
-func (o *Operator) now() time.Time {
+func (o *Rollouts) now() time.Time {
 	if o.Now == nil {
 		return time.Now()
 	}
 	return o.Now()
 }
 
-func (o *Operator) clock() Clock { return Clock{Now: o.now(), By: o.By} }
+func (o *Rollouts) clock() rollout.Clock { return rollout.Clock{Now: o.now(), By: o.By} }
 
-func (o *Operator) staleAfter() time.Duration {
+func (o *Rollouts) staleAfter() time.Duration {
 	if o.StaleAfter <= 0 {
-		return DefaultStaleAfter
+		return nodestate.DefaultStaleAfter
 	}
 	return o.StaleAfter
 }
 
 // recordName is the record as messages name it.
-func (o *Operator) recordName() string {
+func (o *Rollouts) recordName() string {
 	t := o.Record.Target()
 	return t.Namespace + "/" + t.Name
 }
@@ -82,21 +88,21 @@ func (o *Operator) recordName() string {
 // Read returns the record and the ConfigMap that holds it. A record never
 // written is the empty Record with a nil ConfigMap; a damaged one is an
 // error with exit code 3 that wraps a *DamagedError.
-func (o *Operator) Read(ctx context.Context) (*Record, *corev1.ConfigMap, error) {
+func (o *Rollouts) Read(ctx context.Context) (*rollout.Record, *corev1.ConfigMap, error) {
 	cm, err := o.Record.Get(ctx)
 	if exitcode.FromError(err) == exitcode.NotFound {
-		return &Record{}, nil, nil
+		return &rollout.Record{}, nil, nil
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := FromConfigMap(cm)
+	r, err := rollout.FromConfigMap(cm)
 	return r, cm, err
 }
 
 // Current returns the record's current (or last) rollout; none recorded is
 // ErrNoRollout with exit code 5, naming where it was looked for.
-func (o *Operator) Current(ctx context.Context) (*Status, *Record, *corev1.ConfigMap, error) {
+func (o *Rollouts) Current(ctx context.Context) (*rollout.Status, *rollout.Record, *corev1.ConfigMap, error) {
 	r, cm, err := o.Read(ctx)
 	if err != nil {
 		return nil, nil, nil, err
@@ -107,22 +113,22 @@ func (o *Operator) Current(ctx context.Context) (*Status, *Record, *corev1.Confi
 	return r.Status, r, cm, nil
 }
 
-func (o *Operator) noRollout() error {
-	return exitcode.New(exitcode.NotFound, fmt.Errorf("%w in configmap %s", ErrNoRollout, o.recordName()))
+func (o *Rollouts) noRollout() error {
+	return exitcode.New(exitcode.NotFound, fmt.Errorf("%w in configmap %s", rollout.ErrNoRollout, o.recordName()))
 }
 
 // transition runs change on the record in one compare-and-swap write and
 // records event as an Event on it when the record changed. change may be
 // run more than once, on ever newer copies of the record.
-func (o *Operator) transition(ctx context.Context, change func(r *Record) (bool, error), event func(s *Status) (reason, message string)) (*Change, error) {
-	var after *Record
+func (o *Rollouts) transition(ctx context.Context, change func(r *rollout.Record) (bool, error), event func(s *rollout.Status) (reason, message string)) (*Change, error) {
+	var after *rollout.Record
 	res, err := o.Record.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
-		r, changed, err := Apply(cm, change)
+		r, changed, err := rollout.Apply(cm, change)
 		after = r
 		return changed, err
 	})
 	if err != nil {
-		if errors.Is(err, ErrNoRollout) && exitcode.FromError(err) == exitcode.NotFound {
+		if errors.Is(err, rollout.ErrNoRollout) && exitcode.FromError(err) == exitcode.NotFound {
 			return nil, o.noRollout()
 		}
 		return nil, err
@@ -143,18 +149,17 @@ func (o *Operator) transition(ctx context.Context, change func(r *Record) (bool,
 
 // event records a transition on the record, best effort: an Event is a
 // record for people, and the transition stands without it.
-func (o *Operator) event(ctx context.Context, cm *corev1.ConfigMap, eventType, reason, message string) []string {
+func (o *Rollouts) event(ctx context.Context, cm *corev1.ConfigMap, eventType, reason, message string) []string {
 	if err := o.Record.Event(ctx, cm, eventType, reason, message); err != nil {
 		return []string{"the transition was recorded, but not its Event: " + err.Error()}
 	}
 	return nil
 }
 
-// Short is a document hash as tables show it: the first 12 hex digits.
-func Short(hash string) string {
-	const n = len("sha256:") + 12
-	if len(hash) > n {
-		return hash[:n]
+// joinNames lists names for a message: "none" when there are none.
+func joinNames(names []string) string {
+	if len(names) == 0 {
+		return "none"
 	}
-	return hash
+	return strings.Join(names, ", ")
 }

@@ -1,9 +1,9 @@
-package rollout
+package nodestate
 
 import (
-	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -12,8 +12,8 @@ import (
 )
 
 // What the API says about each node's agent, read from the agents' Leases
-// and judged on the API server's clock: the preflight, `rollout status` and
-// `nodes` all see the agents through it.
+// and judged on the API server's clock: a rollout's preflight, `rollout
+// status` and `nodes` all see the agents through it.
 
 // Liveness is how an agent looks from the API.
 type Liveness string
@@ -28,8 +28,8 @@ const (
 	AgentNone Liveness = "none"
 )
 
-// AgentStatus is a node's agent as its Lease shows it.
-type AgentStatus struct {
+// Agent is a node's agent as its Lease shows it.
+type Agent struct {
 	Node     string   `json:"node"`
 	Liveness Liveness `json:"liveness"`
 	// Lease is the agent's Lease; empty when the node has none.
@@ -40,43 +40,27 @@ type AgentStatus struct {
 	// State is what the agent last published about its node; nil when it
 	// published nothing, or what it published does not decode (StateError
 	// says why).
-	State      *NodeState `json:"state,omitempty"`
-	StateError string     `json:"stateError,omitempty"`
+	State      *State `json:"state,omitempty"`
+	StateError string `json:"stateError,omitempty"`
 }
 
 // Seen shows the agent as tables do: "alive (3s)", "lost (45s)", "none".
-func (a AgentStatus) Seen() string {
+func (a Agent) Seen() string {
 	if a.Liveness == AgentNone || a.LastSeen == nil {
 		return string(a.Liveness)
 	}
 	return fmt.Sprintf("%s (%s)", a.Liveness, duration.HumanDuration(a.LastSeen.Duration))
 }
 
-// Agents reads every agent Lease in the record's namespace and judges each
-// on the API server's clock: alive when renewed within StaleAfter. The map
-// is keyed by node; nodes without a Lease are not in it.
-func (o *Operator) Agents(ctx context.Context) (map[string]AgentStatus, error) {
-	leases, err := o.Record.Leases(ctx, AgentLabel)
-	if err != nil {
-		return nil, err
-	}
-	now := o.now() // after the list: the server's Date of its answer
-	agents := make(map[string]AgentStatus, len(leases))
-	for i := range leases {
-		if a, ok := judge(&leases[i], now, o.staleAfter()); ok {
-			agents[a.Node] = a
-		}
-	}
-	return agents, nil
-}
-
-// judge reads one Lease as an agent's; ok is false when it is not one.
-func judge(l *coordinationv1.Lease, now time.Time, staleAfter time.Duration) (AgentStatus, bool) {
-	node, state, ok, err := AgentOf(l)
+// Judge reads one Lease as an agent's, on the API server's clock now:
+// alive when renewed within staleAfter. ok is false when it is not an
+// agent's Lease.
+func Judge(l *coordinationv1.Lease, now time.Time, staleAfter time.Duration) (Agent, bool) {
+	node, state, ok, err := FromLease(l)
 	if !ok {
-		return AgentStatus{}, false
+		return Agent{}, false
 	}
-	a := AgentStatus{Node: node, Lease: l.Name, Liveness: AgentLost, State: state}
+	a := Agent{Node: node, Lease: l.Name, Liveness: AgentLost, State: state}
 	if err != nil {
 		a.StateError = err.Error()
 	}
@@ -90,16 +74,16 @@ func judge(l *coordinationv1.Lease, now time.Time, staleAfter time.Duration) (Ag
 }
 
 // AgentFor returns node's agent from agents, or one of liveness none.
-func AgentFor(agents map[string]AgentStatus, node string) AgentStatus {
+func AgentFor(agents map[string]Agent, node string) Agent {
 	if a, ok := agents[node]; ok {
 		return a
 	}
-	return AgentStatus{Node: node, Liveness: AgentNone}
+	return Agent{Node: node, Liveness: AgentNone}
 }
 
 // NodeNames is every node either list names, once each, sorted: the
 // control-plane nodes, and any other node an agent reports on.
-func NodeNames(controlPlane []string, agents map[string]AgentStatus) []string {
+func NodeNames(controlPlane []string, agents map[string]Agent) []string {
 	names := slices.Clone(controlPlane)
 	for n := range agents {
 		if !slices.Contains(names, n) {
@@ -124,7 +108,7 @@ const (
 // SyncWith judges the agent's published state against the live document of
 // hash liveHash: a state found for another document says nothing about this
 // one. why says what differs, or why it is not known.
-func (a AgentStatus) SyncWith(liveHash string) (sync Sync, why string) {
+func (a Agent) SyncWith(liveHash string) (sync Sync, why string) {
 	s := a.State
 	switch {
 	case a.Liveness == AgentNone:
@@ -140,5 +124,8 @@ func (a AgentStatus) SyncWith(liveHash string) (sync Sync, why string) {
 	case s.InSync:
 		return SyncYes, ""
 	}
-	return SyncNo, joinNames(s.Differs)
+	if len(s.Differs) == 0 {
+		return SyncNo, "none"
+	}
+	return SyncNo, strings.Join(s.Differs, ", ")
 }

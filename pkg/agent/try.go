@@ -1,4 +1,4 @@
-package rollout
+package agent
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
 // The timer of a rollout on trial, which the agents enforce so that it
@@ -17,16 +18,17 @@ import (
 
 // expireTry reverts a rollout whose try ran out unconfirmed. An agent that
 // comes second finds the revert made.
-func (a *Agent) expireTry(ctx context.Context) {
+func (w *rollouts) expireTry(ctx context.Context) {
+	a := w.a
 	var deadline string
-	cm, r, err := a.update(ctx, func(r *Record) (bool, error) {
+	cm, r, err := w.update(ctx, func(r *rollout.Record) (bool, error) {
 		if r.Status != nil && r.Status.Try != nil {
 			deadline = stamp(r.Status.Try.Deadline)
 		}
-		return r.ExpireTry(a.clock())
+		return r.ExpireTry(w.clock())
 	})
 	if err != nil {
-		a.log(true, "TryExpired", "the try ran out, but the revert could not be recorded: %s; trying again", exitcode.Message(err))
+		a.warn("TryExpired", "the try ran out, but the revert could not be recorded: %s; trying again", exitcode.Message(err))
 		return
 	}
 	if cm == nil { // another agent made the revert
@@ -40,7 +42,8 @@ func (a *Agent) expireTry(ctx context.Context) {
 // requires it to hold the reverted rollout's target still: a document
 // someone wrote since is left alone, and the record says so. Then it marks
 // the document restored, once.
-func (a *Agent) restoreDocument(ctx context.Context, r *Record) {
+func (w *rollouts) restoreDocument(ctx context.Context, r *rollout.Record) {
+	a := w.a
 	s := r.Status
 	key := a.cfg.Config.Target().Key
 	outcome := ""
@@ -49,7 +52,7 @@ func (a *Agent) restoreDocument(ctx context.Context, r *Record) {
 		if err != nil {
 			return false, err
 		}
-		switch h := Hash([]byte(doc)); h {
+		switch h := rollout.Hash([]byte(doc)); h {
 		case s.Previous.Hash:
 			cm.Data[key] = string(r.Target)
 			outcome = fmt.Sprintf("kubeadm-config was put back from %s to %s", s.Previous.Hash, s.Target.Hash)
@@ -63,18 +66,18 @@ func (a *Agent) restoreDocument(ctx context.Context, r *Record) {
 		return false, nil
 	})
 	if err != nil {
-		a.log(true, "DocumentNotRestored", "revert %d: kubeadm-config could not be put back: %s; trying again", s.ID, exitcode.Message(err))
+		a.warn("DocumentNotRestored", "revert %d: kubeadm-config could not be put back: %s; trying again", s.ID, exitcode.Message(err))
 		return
 	}
-	cm, _, err := a.update(ctx, func(r *Record) (bool, error) {
+	cm, _, err := w.update(ctx, func(r *rollout.Record) (bool, error) {
 		if r.Status == nil || r.Status.ID != s.ID {
 			return false, nil
 		}
-		return r.MarkDocumentRestored(a.clock(), outcome)
+		return r.MarkDocumentRestored(w.clock(), outcome)
 	})
 	switch {
 	case err != nil:
-		a.log(true, "DocumentNotRestored", "revert %d: %s, but the record could not say so: %s; trying again", s.ID, outcome, exitcode.Message(err))
+		a.warn("DocumentNotRestored", "revert %d: %s, but the record could not say so: %s; trying again", s.ID, outcome, exitcode.Message(err))
 	case cm != nil:
 		a.event(ctx, cm, false, "DocumentRestored", fmt.Sprintf("revert %d: %s", s.ID, outcome))
 	}

@@ -1,0 +1,459 @@
+// Package agent is the node agent: one on each control-plane node, for as
+// long as the node runs. It follows the ConfigMaps that ask its node for
+// work (the rollout record, kubeadm-config) with a watch each, and carries
+// out what they ask of its node, one piece of work at a time:
+//
+//   - a configuration rollout's turn: it applies the record's pinned target
+//     to the node (with pkg/reconfigure, the code the reconfigure verb
+//     runs), reports the outcome in the record, resumes its node after a
+//     restart, enforces the timer of a rollout on trial (rollouts.go,
+//     turn.go, resume.go, try.go);
+//   - its node's state: whether the node runs what the live
+//     ClusterConfiguration renders to, published on its Lease
+//     (pkg/nodestate; state.go).
+//
+// Each kind of work is a work: the loop hands every work the newest view of
+// the API, and a work does what the view asks of this node now. Every change
+// to a shared record is a compare-and-swap write, so an agent acting on a
+// stale copy is refused and acts again on the next one.
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
+)
+
+// Agent defaults.
+const (
+	// DefaultResync is how often the agent reads the record again without
+	// a change (at most every 30s): it catches a watch that stalled, and
+	// retries what failed.
+	DefaultResync = 30 * time.Second
+	// DefaultStateResync is how often the node's state is found again
+	// when nothing changed: a manifest changed by hand shows within it.
+	DefaultStateResync = 5 * time.Minute
+	// DefaultStopGrace is how long a node's turn may go on after the agent
+	// is told to stop before it is interrupted, and so rolled back.
+	DefaultStopGrace = time.Minute
+)
+
+// Config is what an agent needs. Record, Clock, Node.Config, Node.Store,
+// Node.Name and Node.ManifestsDir are required.
+type Config struct {
+	// Node is the node the agent runs on, as every reconfiguration of it
+	// sees it, built once: its Config engine reads kubeadm-config and the
+	// node's mirror Pods, and puts the previous document back when a try
+	// expires (its Options decide the backup and the validation of that
+	// write); its Store keeps the node's backups; its UpgradeConfigMap is
+	// the upgrade record a turn waits for while an upgrade is in progress.
+	// Identity names the agent (default: node, process id and a random
+	// suffix, so that a restart is another agent) and Now is Clock's.
+	reconfigure.Node
+	// Record reads and writes the rollout record (compare-and-swap, through
+	// Update); its namespace also holds the agent's Lease and the Events.
+	Record *engine.Engine
+	// Clock is the API server's clock: every stamp the agent writes, and
+	// the expiry of a try, go by it.
+	Clock *engine.ServerClock
+	// Wait and NoEtcdSnapshot are each turn's, as reconfigure's flags are.
+	Wait           time.Duration
+	NoEtcdSnapshot bool
+	// Heartbeat is how often the Lease is renewed (DefaultHeartbeat), and
+	// StaleAfter how old an earlier agent's Lease must be to be taken over
+	// (DefaultStaleAfter).
+	Heartbeat, StaleAfter time.Duration
+	// Resync, StateResync and StopGrace default to DefaultResync,
+	// DefaultStateResync and DefaultStopGrace.
+	Resync, StateResync, StopGrace time.Duration
+	// Version is the plugin version published in the node's state.
+	Version string
+	// Log receives one Event per thing the agent does or finds; nil
+	// discards them.
+	Log func(Event)
+}
+
+// Event is one thing the agent did or found, for its log. Transitions of
+// the record are also Kubernetes Events on it, with the same reason.
+type Event struct {
+	// Time is on the API server's clock.
+	Time    time.Time
+	Warning bool
+	// Reason is a CamelCase word: NodeStarted, NodeUpdated, TryExpired,
+	// RecordDamaged, ...
+	Reason  string
+	Message string
+	// Err is the error of pkg/reconfigure the message tells of, if any, so
+	// that the caller can add the flag that fixes it.
+	Err error
+}
+
+// View is what the agent last saw of the ConfigMaps it follows: the newest
+// copy of each it knows, from a watch, a read, or its own last write.
+type View struct {
+	// Rollout is the rollout record; nil when absent.
+	Rollout *corev1.ConfigMap
+	// Config is kubeadm-config; nil until it is first seen.
+	Config *corev1.ConfigMap
+}
+
+// work is one kind of node work. Each pass of the agent's loop runs every
+// work in turn; a work does what the view asks of this node now, if
+// anything (a piece of work on the node goes through Agent.job), and says
+// when it wants to look again without a change: 0 is the next resync.
+type work interface {
+	do(ctx context.Context) (again time.Duration)
+}
+
+// Agent is a running node agent. Everything but its mailboxes is owned by
+// the goroutine of Run.
+type Agent struct {
+	cfg   Config
+	lease *engine.HeldLease
+
+	records, configs mailbox
+
+	view     View
+	works    []work
+	rollouts *rollouts
+	state    *states
+}
+
+// New checks cfg and fills its defaults.
+func New(cfg Config) (*Agent, error) {
+	switch {
+	case cfg.Record == nil || cfg.Config == nil || cfg.Clock == nil || cfg.Store == nil:
+		return nil, errors.New("an agent needs the record's and kubeadm-config's engines, the server clock and a backup store")
+	case cfg.Name == "":
+		return nil, exitcode.Usagef("an agent needs its node's name")
+	case cfg.ManifestsDir == "":
+		// Not the working directory: a turn would lock and change whatever
+		// directory the agent was started in.
+		return nil, exitcode.Usagef("an agent needs its node's static Pod manifests directory")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.Heartbeat, nodestate.DefaultHeartbeat)
+	def(&cfg.StaleAfter, 3*cfg.Heartbeat)
+	def(&cfg.Resync, DefaultResync)
+	def(&cfg.StateResync, DefaultStateResync)
+	def(&cfg.StopGrace, DefaultStopGrace)
+	def(&cfg.Wait, 5*time.Minute)
+	cfg.Resync = min(cfg.Resync, DefaultResync)
+	if cfg.Identity == "" {
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		cfg.Identity = fmt.Sprintf("agent/%s/%d-%s", cfg.Name, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	cfg.Now = cfg.Clock.Now
+	a := &Agent{cfg: cfg, records: newMailbox(), configs: newMailbox()}
+	a.rollouts, a.state = &rollouts{a: a}, &states{a: a}
+	a.works = []work{a.rollouts, a.state}
+	return a, nil
+}
+
+// Identity is how the agent is named in the record and on its Lease.
+func (a *Agent) Identity() string { return a.cfg.Identity }
+
+// Run runs the agent until ctx ends, then returns nil once the node's turn
+// in progress, if any, is done or rolled back (within StopGrace and the
+// rollback's own waits) and its outcome written, and the Lease is deleted.
+// It returns an error when the Lease cannot be taken (another agent of the
+// node is alive: exit code 4) or is taken over while it runs.
+func (a *Agent) Run(ctx context.Context) (err error) {
+	lease, err := a.holdLease(ctx)
+	if err != nil && ctx.Err() != nil {
+		a.info("AgentStopped", "agent %s stopped before it took its lease", a.cfg.Identity)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	a.lease = lease
+	a.info("AgentStarted", "agent %s of node %s is running (lease %s)", a.cfg.Identity, a.cfg.Name, nodestate.LeaseName(a.cfg.Name))
+
+	// The followers' ends, one each: nil when told to stop, a panic
+	// recovered in one otherwise, which ends the agent (exit 10).
+	follow, stopFollowing := context.WithCancel(ctx)
+	followers, ended := 0, make(chan error, 2)
+	for _, f := range []struct {
+		e    *engine.Engine
+		box  *mailbox
+		what string
+	}{{a.cfg.Record, &a.records, "the rollout record"}, {a.cfg.Config, &a.configs, "kubeadm-config"}} {
+		followers++
+		crash.Go(func() error {
+			defer crash.Recover(func(err error) { ended <- err })
+			ended <- f.e.Follow(follow, f.box.put, func(err error) {
+				a.warn("WatchFailed", "following %s: %s; reading it again", f.what, exitcode.Message(err))
+			})
+			return nil
+		})
+	}
+	defer func() {
+		stopFollowing()
+		for ; followers > 0; followers-- {
+			if ferr := <-ended; ferr != nil && err == nil {
+				err = ferr
+			}
+		}
+	}()
+
+	resync := time.NewTimer(a.cfg.Resync)
+	defer resync.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return a.stop()
+		case err := <-lease.Done():
+			if exitcode.FromError(err) == exitcode.Internal {
+				return err
+			}
+			return exitcode.Conflictf("agent of node %s stops: %w; another agent of this node runs", a.cfg.Name, err)
+		case err := <-ended: // Follow ends only with ctx, or a panic
+			followers--
+			_ = a.stop()
+			return err
+		case <-a.configs.ready:
+			a.view.Config, _ = a.configs.take()
+		case <-a.records.ready:
+			if cm, _ := a.records.take(); !older(cm, a.view.Rollout) {
+				a.view.Rollout = cm
+			}
+		case <-resync.C:
+			if cm, _, err := a.cfg.Record.Current(ctx); err == nil && !older(cm, a.view.Rollout) {
+				a.view.Rollout = cm
+			}
+		}
+		next := a.pass(ctx)
+		if ctx.Err() != nil {
+			return a.stop()
+		}
+		resync.Reset(next)
+	}
+}
+
+// pass runs every work once, in order, and returns the time until the next
+// pass without a change: Resync, or sooner when a work asks.
+func (a *Agent) pass(ctx context.Context) time.Duration {
+	next := a.cfg.Resync
+	for _, w := range a.works {
+		if again := w.do(ctx); again > 0 {
+			next = min(next, again)
+		}
+	}
+	return next
+}
+
+// holdLease takes the node's Lease. One an earlier agent renewed lately
+// (it was just killed, or is being replaced) is waited for until it goes
+// stale, for up to twice StaleAfter; an agent that goes on renewing it is
+// alive, and this one gives way (exit 4). Any other failure is tried again
+// for as long, then returned: an API server that has just started may
+// refuse what its authorizer's caches do not hold yet, and the load
+// balancer may send the agent there.
+func (a *Agent) holdLease(ctx context.Context) (*engine.HeldLease, error) {
+	deadline := time.Now().Add(2 * a.cfg.StaleAfter)
+	name := nodestate.LeaseName(a.cfg.Name)
+	waiting, failing := false, ""
+	for {
+		lease, err := a.cfg.Record.HoldLease(ctx, engine.HeldLeaseSpec{
+			Name: name, Holder: a.cfg.Identity,
+			Labels:   map[string]string{nodestate.Label: a.cfg.Name},
+			Interval: a.cfg.Heartbeat, Duration: a.cfg.StaleAfter, Now: a.cfg.Clock.Now,
+			Free: func(l *coordinationv1.Lease) bool { return !nodestate.Alive(l, a.cfg.Clock.Now(), a.cfg.StaleAfter) },
+		})
+		var held *engine.HeldByAnotherError
+		switch {
+		case err == nil:
+			return lease, nil
+		case !errors.As(err, &held) && time.Now().After(deadline):
+			return nil, err
+		case !errors.As(err, &held):
+			if msg := exitcode.Message(err); msg != failing {
+				failing = msg
+				a.warn("LeaseFailed", "cannot take lease %s yet: %s; trying again for up to %s",
+					name, msg, time.Until(deadline).Round(time.Second))
+			}
+			if err := sleep(ctx, a.cfg.Heartbeat/2); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if time.Now().After(deadline) {
+			return nil, exitcode.Conflictf("another agent of node %s is alive (%s holds lease %s and renews it); stop it first: %w",
+				a.cfg.Name, held.Holder, held.Lease, err)
+		}
+		if !waiting {
+			waiting = true
+			a.warn("LeaseHeld", "lease %s is held by %s, renewed lately: waiting up to %s for it to go stale",
+				held.Lease, held.Holder, 2*a.cfg.StaleAfter)
+		}
+		if err := sleep(ctx, a.cfg.Heartbeat/2); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// sleep waits d, or until ctx ends (an error: the agent was told to stop
+// before it started).
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return exitcode.Failuref("stopped before the agent's lease was taken")
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// stop ends a clean run: the Lease goes, so that no one takes this agent
+// for lost.
+func (a *Agent) stop() error {
+	if err := a.lease.Stop(); err != nil {
+		a.warn("AgentStopped", "agent %s stopped, but its lease stays: %s", a.cfg.Identity, exitcode.Message(err))
+		return nil
+	}
+	a.info("AgentStopped", "agent %s stopped and deleted its lease", a.cfg.Identity)
+	return nil
+}
+
+// job runs one piece of work on the node (a node's turn in a rollout, its
+// resume) under the agent's rules: an agent told to stop gives it
+// StopGrace to finish before its context ends (and so the work is rolled
+// back), and its outcome is written whatever happens to ctx: fn gets both
+// the job's context and one that outlives it for the writes.
+func (a *Agent) job(ctx context.Context, fn func(jctx, wctx context.Context)) {
+	jctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	finished := make(chan struct{})
+	watching := crash.Go(func() error {
+		select {
+		case <-finished:
+			return nil
+		case <-ctx.Done():
+		}
+		a.warn("Stopping", "told to stop during node %s's turn: it has %s to finish before it is interrupted and rolled back",
+			a.cfg.Name, a.cfg.StopGrace)
+		select {
+		case <-finished:
+		case <-time.After(a.cfg.StopGrace):
+			cancel()
+		}
+		return nil
+	})
+	defer func() {
+		close(finished)
+		if err := <-watching; err != nil {
+			a.warn("InternalError", "%s", exitcode.Message(err))
+		}
+		cancel()
+	}()
+	fn(jctx, context.WithoutCancel(ctx))
+}
+
+// info and warn hand an event to the log.
+func (a *Agent) info(reason, format string, args ...any) {
+	a.logErr(nil, false, reason, fmt.Sprintf(format, args...))
+}
+
+func (a *Agent) warn(reason, format string, args ...any) {
+	a.logErr(nil, true, reason, fmt.Sprintf(format, args...))
+}
+
+// logErr hands an event caused by err to the log.
+func (a *Agent) logErr(err error, warning bool, reason, message string) {
+	if a.cfg.Log != nil {
+		a.cfg.Log(Event{Time: a.cfg.Clock.Now(), Warning: warning, Reason: reason, Message: message, Err: err})
+	}
+}
+
+// event logs what happened and records it as an Event on cm (the record),
+// best effort: a failure to record it is a warning.
+func (a *Agent) event(ctx context.Context, cm *corev1.ConfigMap, warning bool, reason, message string) {
+	a.eventErr(ctx, cm, nil, warning, reason, message)
+}
+
+// eventErr is event, for an event caused by err.
+func (a *Agent) eventErr(ctx context.Context, cm *corev1.ConfigMap, err error, warning bool, reason, message string) {
+	a.logErr(err, warning, reason, message)
+	if cm == nil {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if warning {
+		eventType = corev1.EventTypeWarning
+	}
+	if err := a.cfg.Record.Event(context.WithoutCancel(ctx), cm, eventType, reason, message); err != nil {
+		a.warn("EventFailed", "the %s Event could not be recorded: %s", reason, exitcode.Message(err))
+	}
+}
+
+// joinNames lists names for a message: "none" when there are none.
+func joinNames(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// stamp renders a recorded time as the record shows it.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// older reports whether cm is an older copy than seen: a watch event
+// taken after a fresh read may be. resourceVersions are compared as the
+// decimal numbers the API server hands out; anything else counts as new.
+func older(cm, seen *corev1.ConfigMap) bool {
+	if cm == nil || seen == nil || cm.UID != seen.UID {
+		return false
+	}
+	a, errA := strconv.ParseUint(cm.ResourceVersion, 10, 64)
+	b, errB := strconv.ParseUint(seen.ResourceVersion, 10, 64)
+	return errA == nil && errB == nil && a < b
+}
+
+// mailbox holds the latest copy of a ConfigMap a watch delivered: the
+// agent acts on the newest copy, never on a queue of stale ones.
+type mailbox struct {
+	mu     *sync.Mutex
+	cm     *corev1.ConfigMap
+	filled bool
+	ready  chan struct{}
+}
+
+func newMailbox() mailbox { return mailbox{mu: &sync.Mutex{}, ready: make(chan struct{}, 1)} }
+
+func (m *mailbox) put(cm *corev1.ConfigMap) {
+	m.mu.Lock()
+	m.cm, m.filled = cm, true
+	m.mu.Unlock()
+	select {
+	case m.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (m *mailbox) take() (*corev1.ConfigMap, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cm, ok := m.cm, m.filled
+	m.filled = false
+	return cm, ok
+}

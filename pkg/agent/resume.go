@@ -1,0 +1,136 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
+)
+
+// Resuming a node whose turn an earlier agent began and did not finish
+// (killed, rebooted): never starting it again, never leaving it
+// half-changed.
+
+// resume takes over the node's turn (ResumeNode: a resume, not a start)
+// and completes it by applying the pinned target again: the components
+// the earlier agent replaced compare equal and are waited for until
+// healthy, the others are replaced as on any turn. When that fails, every
+// component is put back on what it ran before the rollout: the manifest
+// backups of the entry's config backup for those the earlier agent
+// replaced, and for the rest what they run now, read before this run
+// touches them.
+func (w *rollouts) resume(ctx context.Context, r *rollout.Record, entry rollout.Node) {
+	a, s, node := w.a, r.Status, w.a.cfg.Name
+	cm, _, err := w.update(ctx, func(r *rollout.Record) (bool, error) {
+		return true, r.ResumeNode(w.clock(), s.ID, node)
+	})
+	if err != nil {
+		a.warn("TurnDeferred", "node %s is in progress in %s %d, but cannot be resumed yet: %s", node, s.Kind, s.ID, exitcode.Message(err))
+		return
+	}
+	a.event(ctx, cm, false, "NodeResumed", fmt.Sprintf("agent %s resumes node %s in %s %d (started by %s at %s)",
+		a.cfg.Identity, node, s.Kind, s.ID, entry.Agent, stamp(entry.StartedAt)))
+	a.job(ctx, func(jctx, wctx context.Context) {
+		before, berr := w.preRollout(entry)
+		rep, err := reconfigure.Run(jctx, a.cfg.Node, w.request(r, nil))
+		if err == nil {
+			// Only the components the earlier agent meant to change: the
+			// others' restarts say nothing about this rollout.
+			var planned []controlplane.Component
+			if len(entry.Components) > 0 {
+				planned, err = controlplane.ParseComponents(entry.Components)
+			}
+			err = errors.Join(err, controlplane.WaitHealthy(jctx, rep.Plan, planned, controlplane.Options{Node: node, Pods: a.cfg.Config, Wait: a.cfg.Wait,
+				Progress: func(e controlplane.Event) {
+					a.progress(reconfigure.Event{Kind: reconfigure.EventComponent, Component: e})
+				}}))
+		}
+		if err == nil {
+			o := outcomeOf(rep, nil)
+			o.Components = union(entry.Components, o.Components)
+			if len(o.Components) > 0 {
+				o.Phase = rollout.NodeUpdated
+			}
+			o.Message = strings.TrimPrefix(strings.Join([]string{"resumed by " + a.cfg.Identity, o.Message}, "; "), "; ")
+			w.finish(wctx, s.ID, o, nil)
+			return
+		}
+		why := "the resumed turn could not be completed: " + exitcode.Message(err)
+		if berr != nil {
+			w.finish(wctx, s.ID, rollout.Outcome{Phase: rollout.NodeRollbackFailed, Components: entry.Components,
+				Message: why + "; and the manifests from before the rollout cannot be read: " + exitcode.Message(berr)}, err)
+			return
+		}
+		a.warn("PuttingBack", "%s; putting node %s back on its manifests from before the rollout", why, node)
+		_, perr := reconfigure.PutBack(wctx, a.cfg.Node, reconfigure.PutBackRequest{Manifests: before, Wait: a.cfg.Wait, Progress: a.progress})
+		if perr != nil {
+			w.finish(wctx, s.ID, rollout.Outcome{Phase: rollout.NodeRollbackFailed, Components: entry.Components,
+				Message: why + "; putting back the manifests from before the rollout failed: " + exitcode.Message(perr)}, perr)
+			return
+		}
+		w.finish(wctx, s.ID, rollout.Outcome{Phase: rollout.NodeRolledBack, Components: entry.Components,
+			Message: why + "; the node is back on its manifests from before the rollout"}, err)
+	})
+}
+
+// preRollout reads what each component ran before the rollout: the newest
+// manifest backup of this node kept under the entry's config backup (the
+// earlier agent replaced it), else the manifest it runs now (it was never
+// replaced). The etcd member is put back only when it was replaced: it is
+// left alone otherwise.
+func (w *rollouts) preRollout(entry rollout.Node) (map[controlplane.Component][]byte, error) {
+	a := w.a
+	out := map[controlplane.Component][]byte{}
+	if entry.Backup != "" {
+		names, err := a.cfg.Store.Manifests(entry.Backup)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range names { // oldest first: the newest wins
+			m, err := a.cfg.Store.ReadManifest(name)
+			if err != nil {
+				return nil, err
+			}
+			if m.Node != a.cfg.Name {
+				continue
+			}
+			if !m.ChecksumOK() {
+				return nil, exitcode.Invalidf("manifest backup %s does not match its checksum", name)
+			}
+			c, err := controlplane.ParseComponents([]string{m.Component})
+			if err != nil {
+				return nil, fmt.Errorf("manifest backup %s: %w", name, err)
+			}
+			out[c[0]] = m.Manifest
+		}
+	}
+	for _, c := range controlplane.Components() {
+		if _, ok := out[c]; ok {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(a.cfg.ManifestsDir, c.File()))
+		if err != nil {
+			return nil, err
+		}
+		out[c] = data
+	}
+	return out, nil
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,224 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
+)
+
+// A node's turn in a rollout: render the pinned target, plan, record the
+// start with the plan, apply, record the outcome.
+
+// turn takes the node's turn: it renders the pinned target, plans, records
+// the start with the plan (BeginNode, from inside the run so that the
+// record names the plan actually applied), applies, and records the
+// outcome.
+func (w *rollouts) turn(ctx context.Context, r *rollout.Record) {
+	a, s := w.a, r.Status
+	a.job(ctx, func(jctx, wctx context.Context) {
+		begun := false
+		rep, err := reconfigure.Run(jctx, a.cfg.Node, w.request(r, func(components []string, backup string) error {
+			cm, _, err := w.update(jctx, func(r *rollout.Record) (bool, error) {
+				return true, r.BeginNode(w.clock(), s.ID, a.cfg.Name, components, backup)
+			})
+			if err != nil {
+				return err
+			}
+			begun = true
+			what := "nothing to change"
+			if len(components) > 0 {
+				what = "changing " + strings.Join(components, ", ")
+			}
+			a.event(wctx, cm, false, "NodeStarted", fmt.Sprintf("node %s started its turn in %s %d: %s", a.cfg.Name, s.Kind, s.ID, what))
+			return nil
+		}))
+		if !begun {
+			w.notBegun(wctx, s, err)
+			return
+		}
+		w.lastTurnErr = ""
+		w.finish(wctx, s.ID, outcomeOf(rep, err), err)
+	})
+}
+
+// notBegun handles a turn that stopped before the node changed. A
+// refusal of the document or the node's manifests, a change of versions
+// (kubeadm upgrade's work), or an etcd member that may not be changed
+// (the cluster fails the checks, no client certificate, no snapshot) ends
+// the turn (the node fails, unchanged, and the rollout with it); anything
+// else may pass (the manifests directory busy, another etcd member being
+// changed, the API unreachable, an upgrade in progress, the turn taken
+// back) and is tried again on the next change or resync.
+func (w *rollouts) notBegun(ctx context.Context, s *rollout.Status, err error) {
+	a := w.a
+	if !endsTurn(err) {
+		if msg := exitcode.Message(err); msg != w.lastTurnErr {
+			w.lastTurnErr = msg
+			a.logErr(err, true, "TurnDeferred", fmt.Sprintf("node %s cannot take its turn in %s %d yet: %s; trying again on the next change or within %s",
+				a.cfg.Name, s.Kind, s.ID, msg, a.cfg.Resync))
+		}
+		return
+	}
+	o := rollout.Outcome{Phase: rollout.NodeRolledBack, Message: exitcode.Message(err) + "; nothing was changed on the node"}
+	cm, _, uerr := w.update(ctx, func(r *rollout.Record) (bool, error) {
+		c := w.clock()
+		if err := r.BeginNode(c, s.ID, a.cfg.Name, nil, ""); err != nil {
+			return false, err
+		}
+		return true, r.FinishNode(c, s.ID, a.cfg.Name, o)
+	})
+	if uerr != nil {
+		a.warn("TurnDeferred", "node %s failed its turn in %s %d (%s), and that could not be recorded: %s",
+			a.cfg.Name, s.Kind, s.ID, o.Message, exitcode.Message(uerr))
+		return
+	}
+	a.event(ctx, cm, false, "NodeStarted", fmt.Sprintf("node %s started its turn in %s %d", a.cfg.Name, s.Kind, s.ID))
+	a.eventErr(ctx, cm, err, true, string("Node"+rollout.NodeRolledBack), fmt.Sprintf("node %s failed before changing anything: %s", a.cfg.Name, o.Message))
+}
+
+// endsTurn reports whether a run that stopped before the node changed
+// fails the node (see notBegun), rather than being tried again.
+func endsTurn(err error) bool {
+	var stage *reconfigure.StageError
+	var kubeadm *controlplane.KubeadmError
+	var busy *reconfigure.EtcdBusyError
+	if exitcode.FromError(err) == exitcode.Invalid {
+		return true
+	}
+	if !errors.As(err, &stage) {
+		return false
+	}
+	switch stage.Stage {
+	case reconfigure.StagePlan, reconfigure.StageDiscover, reconfigure.StageVersion:
+		return true
+	case reconfigure.StageRender:
+		return errors.As(err, &kubeadm)
+	case reconfigure.StageEtcd:
+		return !errors.As(err, &busy) && !errors.Is(err, engine.ErrUnreachable)
+	}
+	return false
+}
+
+// outcomeOf is how a run that began ended, from what it returned:
+// Updated or Unchanged when it went well; RollbackFailed when a component
+// did not come back on its previous manifest (a controlplane.RollbackError);
+// RolledBack when it failed and the node is back on what it ran (a
+// controlplane.FailedError, or any failure before anything was replaced).
+func outcomeOf(rep *reconfigure.Report, err error) rollout.Outcome {
+	var replaced []string
+	if rep != nil {
+		for _, o := range rep.Outcomes {
+			if o.Replaced {
+				replaced = append(replaced, o.Component.PodName())
+			}
+		}
+	}
+	switch {
+	case err == nil && len(replaced) > 0:
+		return rollout.Outcome{Phase: rollout.NodeUpdated, Components: replaced, Message: warnings(rep)}
+	case err == nil:
+		return rollout.Outcome{Phase: rollout.NodeUnchanged, Message: warnings(rep)}
+	case errors.As(err, new(*controlplane.RollbackError)):
+		return rollout.Outcome{Phase: rollout.NodeRollbackFailed, Components: replaced, Message: exitcode.Message(err)}
+	case errors.As(err, new(*controlplane.FailedError)):
+		return rollout.Outcome{Phase: rollout.NodeRolledBack, Components: replaced, Message: exitcode.Message(err)}
+	}
+	// Apply returns other errors only before its first replace.
+	return rollout.Outcome{Phase: rollout.NodeRolledBack, Message: exitcode.Message(err) + "; nothing was changed on the node"}
+}
+
+func warnings(rep *reconfigure.Report) string {
+	var ws []string
+	for _, w := range rep.Warnings {
+		ws = append(ws, "warning: "+exitcode.Message(w))
+	}
+	return strings.Join(ws, "; ")
+}
+
+// finish records the outcome of the node's turn; ctx is one that outlives
+// the turn (an agent that was told to stop still reports how the node
+// ended).
+func (w *rollouts) finish(ctx context.Context, id int64, o rollout.Outcome, cause error) {
+	a := w.a
+	cm, _, err := w.update(ctx, func(r *rollout.Record) (bool, error) {
+		return true, r.FinishNode(w.clock(), id, a.cfg.Name, o)
+	})
+	if err != nil {
+		a.warn("FinishFailed", "node %s ended %s, but the record could not say so: %s; the node is resumed and its outcome written on the next change or resync",
+			a.cfg.Name, o.Phase, exitcode.Message(err))
+		return
+	}
+	what := fmt.Sprintf("node %s is %s", a.cfg.Name, o.Phase)
+	if len(o.Components) > 0 {
+		what += " (" + strings.Join(o.Components, ", ") + ")"
+	}
+	if o.Message != "" {
+		what += ": " + o.Message
+	}
+	a.eventErr(ctx, cm, cause, !o.Phase.Done(), "Node"+string(o.Phase), what)
+	a.state.changed()
+}
+
+// request is the reconfiguration of the node to the record's pinned
+// target, as the reconfigure verb would run it.
+func (w *rollouts) request(r *rollout.Record, begin func([]string, string) error) reconfigure.Request {
+	a := w.a
+	return reconfigure.Request{
+		Source: reconfigure.Source{Pinned: w.pinned(r)}, Wait: a.cfg.Wait, NoEtcdSnapshot: a.cfg.NoEtcdSnapshot,
+		Progress: a.progress, Begin: begin,
+	}
+}
+
+// pinned is the record's target as a copy of kubeadm-config: the document
+// it pinned, the resourceVersion it was pinned from, and the ConfigMap's
+// uid (backups tie the document to its cluster by it).
+func (w *rollouts) pinned(r *rollout.Record) *corev1.ConfigMap {
+	a := w.a
+	t := a.cfg.Config.Target()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name, ResourceVersion: r.Status.Target.ResourceVersion},
+		Data:       map[string]string{t.Key: string(r.Target)},
+	}
+	if a.view.Config != nil {
+		cm.UID = a.view.Config.UID
+	}
+	return cm
+}
+
+// progress logs the steps of a reconfiguration that matter: not every
+// look at a component.
+func (a *Agent) progress(e reconfigure.Event) {
+	switch e.Kind {
+	case reconfigure.EventWarning:
+		a.warn("Reconfigure", "%s", e.Message)
+	case reconfigure.EventRendering:
+		a.info("Reconfigure", "%s", e.Message)
+	case reconfigure.EventEtcd:
+		a.info("Reconfigure", "etcd: %s", e.Message)
+	case reconfigure.EventComponent:
+		c := e.Component
+		switch c.Kind {
+		case controlplane.EventReplacing, controlplane.EventHealthy, controlplane.EventFailed,
+			controlplane.EventRollingBack, controlplane.EventRolledBack:
+			msg := fmt.Sprintf("%s: %s", c.Component.PodName(), c.Kind)
+			if c.Message != "" {
+				msg += ": " + c.Message
+			}
+			if c.Elapsed > 0 {
+				msg += fmt.Sprintf(" (%s)", c.Elapsed.Round(100*time.Millisecond))
+			}
+			a.logErr(nil, c.Kind == controlplane.EventFailed, "Reconfigure", msg)
+		}
+	}
+}

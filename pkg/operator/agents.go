@@ -1,0 +1,25 @@
+package operator
+
+import (
+	"context"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
+)
+
+// Agents reads every agent Lease in the record's namespace and judges each
+// on the API server's clock: alive when renewed within StaleAfter. The map
+// is keyed by node; nodes without a Lease are not in it.
+func (o *Rollouts) Agents(ctx context.Context) (map[string]nodestate.Agent, error) {
+	leases, err := o.Record.Leases(ctx, nodestate.Label)
+	if err != nil {
+		return nil, err
+	}
+	now := o.now() // after the list: the server's Date of its answer
+	agents := make(map[string]nodestate.Agent, len(leases))
+	for i := range leases {
+		if a, ok := nodestate.Judge(&leases[i], now, o.staleAfter()); ok {
+			agents[a.Node] = a
+		}
+	}
+	return agents, nil
+}
