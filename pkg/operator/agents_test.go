@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/rollouttest"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout/rollouttest"
 )
 
 // TestOperatorJudgesAgentsOnTheServersClock: ages come from the Lease's renewTime

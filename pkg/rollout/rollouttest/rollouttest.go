@@ -1,7 +1,7 @@
-// Package rollouttest builds rollout records for the tests of the packages
-// that act on them (pkg/operator, pkg/agent): documents, a time base, a
-// rollout started and nodes taken through their turns, as the transitions
-// of pkg/rollout make them. Tests only.
+// Package rollouttest builds rollout records for tests of code that acts on
+// them (pkg/operator and pkg/agent use it, as net/http/httptest serves the
+// tests of HTTP code): documents, a time base, a rollout started and nodes
+// taken through their turns, as the transitions of pkg/rollout make them.
 package rollouttest
 
 import (
