@@ -57,6 +57,7 @@ type HeldLease struct {
 	annotations map[string]string
 	lease       *coordinationv1.Lease
 	err         error
+	renewed     time.Time // the last write that renewed it, on the local monotonic clock
 }
 
 // HeldByAnotherError is a Lease that another live holder has.
@@ -132,7 +133,7 @@ func (h *HeldLease) take(ctx context.Context) error {
 			}
 		}
 		if err == nil {
-			h.set(l)
+			h.wrote(l)
 			return nil
 		}
 		if !IsRetryable(err) && !apierrors.IsNotFound(err) || ctx.Err() != nil {
@@ -157,6 +158,13 @@ func (h *HeldLease) set(l *coordinationv1.Lease) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.lease = l
+}
+
+// wrote keeps l, which a write of this holder's just returned: a renewal.
+func (h *HeldLease) wrote(l *coordinationv1.Lease) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lease, h.renewed = l, time.Now()
 }
 
 // Annotate sets an annotation and publishes it at once (the next renewal
@@ -213,7 +221,7 @@ func (h *HeldLease) renewOnce(ctx context.Context) error {
 	updated, err := h.leases.Update(rctx, next, metav1.UpdateOptions{FieldManager: managed.By})
 	switch {
 	case err == nil:
-		h.set(updated)
+		h.wrote(updated)
 		return nil
 	case apierrors.IsNotFound(err):
 		// Deleted by someone: publish again. A Lease created meanwhile by
@@ -222,7 +230,7 @@ func (h *HeldLease) renewOnce(ctx context.Context) error {
 		h.want(fresh, true)
 		created, cerr := h.leases.Create(rctx, fresh, metav1.CreateOptions{FieldManager: managed.By})
 		if cerr == nil {
-			h.set(created)
+			h.wrote(created)
 			return nil
 		}
 		if !apierrors.IsAlreadyExists(cerr) {
@@ -256,6 +264,51 @@ func (h *HeldLease) Err() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.err
+}
+
+// Held says whether this process may act as the Lease's holder now: nil
+// while the Lease is its own and was last renewed within half its
+// duration. Past that, renewals have failed for so long that another
+// process, watching the Lease go unchanged, may soon take it over: a holder
+// that cannot show it holds the Lease must not act as if it did, so Held
+// says why not, as it does once the Lease was taken over.
+func (h *HeldLease) Held() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return h.err
+	}
+	if since := time.Since(h.renewed); since > h.spec.Duration/2 {
+		return fmt.Errorf("the lease %s was last renewed %s ago, more than half its %s: it may be taken over, so its holder is not sure it holds it",
+			h.spec.Name, since.Round(time.Second), h.spec.Duration)
+	}
+	return nil
+}
+
+// Confirm renews the Lease now and returns nil only once a renewal was
+// written: the proof a holder gives right before an act that must never
+// happen twice at once (the restart of an etcd member). It tries a few
+// times within ctx, as the renewing goroutine may write in between.
+func (h *HeldLease) Confirm(ctx context.Context) error {
+	start := time.Now()
+	for range 3 {
+		if err := h.Held(); err != nil && h.Err() != nil {
+			return err
+		}
+		if err := h.renewOnce(ctx); err != nil {
+			return err
+		}
+		h.mu.Lock()
+		ok := h.renewed.After(start)
+		h.mu.Unlock()
+		if ok {
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("the lease %s could not be renewed just now, so its holder cannot show it still holds it", h.spec.Name)
 }
 
 // Stop stops renewing and deletes the Lease if it is still this holder's

@@ -3,12 +3,16 @@ package engine
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/casfake"
 )
@@ -90,5 +94,53 @@ func TestHeldLease(t *testing.T) {
 	}
 	if _, err := leases.Get(ctx, "agent-cp-0", metav1.GetOptions{}); err != nil {
 		t.Errorf("Stop deleted a lease that was no longer its own: %v", err)
+	}
+}
+
+// A holder whose renewals fail cannot tell whether another process has
+// taken its Lease over: past half the Lease's duration Held says so, and
+// Confirm, the proof asked for right before an act that must not happen
+// twice at once, fails until a renewal is written again. Err, which only a
+// renewal that reached the API sets, stays nil all along: what a holder
+// checked before, and why a taken-over holder could still act.
+func TestHeldLeaseFencesAHolderWhoseRenewalsFail(t *testing.T) {
+	ctx := context.Background()
+	client := casfake.Leases(fake.NewClientset())
+	var failing atomic.Bool // the API refuses every renewal while set
+	client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failing.Load() {
+			return true, nil, apierrors.NewServiceUnavailable("etcd is restarting")
+		}
+		return false, nil, nil
+	})
+	e := New(client, Target{Namespace: "kube-system", Name: "kubeadm-config"}, Options{})
+	h, err := e.HoldLease(ctx, HeldLeaseSpec{Name: "lock", Holder: "me", Interval: 50 * time.Millisecond, Duration: 600 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h.Stop() }()
+	if err := h.Held(); err != nil {
+		t.Fatalf("a lease just taken: %v", err)
+	}
+	if err := h.Confirm(ctx); err != nil {
+		t.Fatalf("confirm of a lease renewed fine: %v", err)
+	}
+	failing.Store(true)
+	time.Sleep(400 * time.Millisecond) // past half the duration
+	if err := h.Err(); err != nil {
+		t.Fatalf("Err: %v", err)
+	}
+	if err := h.Held(); err == nil || !strings.Contains(err.Error(), "the lease lock was last renewed") {
+		t.Errorf("Held while renewals fail: %v", err)
+	}
+	if err := h.Confirm(ctx); err == nil || !strings.Contains(err.Error(), "could not be renewed just now") {
+		t.Errorf("Confirm while renewals fail: %v", err)
+	}
+	failing.Store(false)
+	if err := h.Confirm(ctx); err != nil {
+		t.Errorf("Confirm once renewals work again: %v", err)
+	}
+	if err := h.Held(); err != nil {
+		t.Errorf("Held once renewed: %v", err)
 	}
 }

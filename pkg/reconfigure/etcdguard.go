@@ -139,10 +139,36 @@ func (g *etcdGuard) before(ctx context.Context, c controlplane.Component) error 
 	if c != controlplane.Etcd {
 		return nil
 	}
-	if err := g.lock.Err(); err != nil {
-		return exitcode.Conflictf("the etcd lock was lost before %s could be changed: %w", g.member, err)
+	if err := g.confirm(ctx, c); err != nil {
+		return err
 	}
 	return g.check(ctx)
+}
+
+// confirm is controlplane.Options.Before of a put-back, and the first
+// check of before: right before the member's manifest is replaced, this
+// run must show that it still holds the etcd lock, by a renewal written
+// just now. A holder whose renewals have been failing (its API server
+// restarting, say) may have been taken over by another node's change,
+// which may be restarting its own member: two members down at once would
+// cost a 3-member cluster its quorum.
+func (g *etcdGuard) confirm(ctx context.Context, c controlplane.Component) error {
+	if c != controlplane.Etcd {
+		return nil
+	}
+	if err := g.lock.Confirm(ctx); err != nil {
+		return exitcode.Conflictf("the etcd lock is not surely this run's any more, so %s was not changed: %w", g.memberName(), err)
+	}
+	return nil
+}
+
+// memberName names the member for a message: as the checks saw it, or
+// after its node.
+func (g *etcdGuard) memberName() string {
+	if g.member.ID != 0 {
+		return g.member.String()
+	}
+	return "the etcd member of node " + g.node
 }
 
 // ready is controlplane.Options.Ready: once the member runs a manifest

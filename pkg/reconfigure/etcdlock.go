@@ -59,13 +59,15 @@ func (e *EtcdBusyError) Error() string {
 // as it is seen renewed, or waited for while patience lasts (a put-back,
 // which must happen). One not renewed for its duration is taken over.
 func lockEtcd(ctx context.Context, e *engine.Engine, node, holder string, now func() time.Time, patience time.Duration) (*engine.HeldLease, error) {
-	obs := &leaseObservation{}
+	obs := &engine.LeaseObserver{Default: etcdLockDuration}
+	var seenNode string
 	giveUp := time.Now().Add(patience)
 	where := e.Target().Namespace + "/" + EtcdLockLease
 	for {
 		lease, err := e.HoldLease(ctx, engine.HeldLeaseSpec{
 			Name: EtcdLockLease, Holder: holder, Labels: map[string]string{EtcdLockLabel: node},
-			Interval: etcdLockRenew, Duration: etcdLockDuration, Now: now, Free: obs.abandoned,
+			Interval: etcdLockRenew, Duration: etcdLockDuration, Now: now,
+			Free: func(l *coordinationv1.Lease) bool { seenNode = l.Labels[EtcdLockLabel]; return obs.Abandoned(l) },
 		})
 		var held *engine.HeldByAnotherError
 		switch {
@@ -73,8 +75,8 @@ func lockEtcd(ctx context.Context, e *engine.Engine, node, holder string, now fu
 			return lease, nil
 		case !errors.As(err, &held):
 			return nil, err
-		case obs.renewed && time.Now().After(giveUp):
-			return nil, exitcode.New(exitcode.Conflict, &EtcdBusyError{Lease: where, Holder: held.Holder, Node: obs.node})
+		case obs.Renewed() && time.Now().After(giveUp):
+			return nil, exitcode.New(exitcode.Conflict, &EtcdBusyError{Lease: where, Holder: held.Holder, Node: seenNode})
 		}
 		select {
 		case <-ctx.Done():
@@ -82,29 +84,4 @@ func lockEtcd(ctx context.Context, e *engine.Engine, node, holder string, now fu
 		case <-time.After(time.Second):
 		}
 	}
-}
-
-// leaseObservation judges a Lease another holder has by watching it
-// change, on this process's monotonic clock.
-type leaseObservation struct {
-	version string    // the resourceVersion last seen
-	since   time.Time // when it was first seen
-	renewed bool      // it changed while watched: its holder is alive
-	node    string
-}
-
-// abandoned is HeldLeaseSpec.Free: whether l has gone unrenewed for its
-// whole duration while watched.
-func (o *leaseObservation) abandoned(l *coordinationv1.Lease) bool {
-	o.node = l.Labels[EtcdLockLabel]
-	if l.ResourceVersion != o.version {
-		o.renewed = o.version != ""
-		o.version, o.since = l.ResourceVersion, time.Now()
-		return false
-	}
-	duration := etcdLockDuration
-	if s := l.Spec.LeaseDurationSeconds; s != nil && *s > 0 {
-		duration = time.Duration(*s) * time.Second
-	}
-	return time.Since(o.since) > duration
 }

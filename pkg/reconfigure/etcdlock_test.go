@@ -3,15 +3,20 @@ package reconfigure
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/casfake"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -117,4 +122,44 @@ func TestEtcdLock(t *testing.T) {
 			t.Errorf("holder and node %q", got)
 		}
 	})
+}
+
+// Right before the member's manifest is replaced, the run must show that
+// it still holds the etcd lock by a renewal written just then: a holder
+// whose renewals fail (its API server restarting, say) may have been taken
+// over by another node's change, so it restarts nothing, and the cluster
+// is not even checked. (The review's scenario: renewals answered 503 while
+// another holder takes the lock over; lock.Err() stays nil throughout.)
+func TestEtcdGuardRestartsNothingWithoutTheLock(t *testing.T) {
+	ctx := context.Background()
+	client := casfake.Leases(fake.NewClientset())
+	var failing atomic.Bool
+	client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failing.Load() {
+			return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
+		}
+		return false, nil, nil
+	})
+	e := engine.New(client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey}, engine.Options{Timeout: 5 * time.Second})
+	lock, err := lockEtcd(ctx, e, "cp-1", "agent/cp-1/1", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Stop() }()
+	g := &etcdGuard{node: "cp-1", lock: lock} // no client: a check would panic
+	if err := g.before(ctx, controlplane.APIServer); err != nil {
+		t.Fatalf("another component needs no lock: %v", err)
+	}
+	failing.Store(true)
+	err = g.before(ctx, controlplane.Etcd)
+	if exitcode.FromError(err) != exitcode.Conflict || !strings.Contains(err.Error(),
+		"the etcd lock is not surely this run's any more, so the etcd member of node cp-1 was not changed") {
+		t.Fatalf("before with failing renewals: %v", err)
+	}
+	if lock.Err() != nil {
+		t.Fatalf("Err: %v", lock.Err())
+	}
+	if err := g.confirm(ctx, controlplane.Etcd); err == nil {
+		t.Fatal("a put-back's confirm with failing renewals passed")
+	}
 }

@@ -52,7 +52,7 @@ func PutBack(ctx context.Context, n Node, req PutBackRequest) ([]controlplane.Ou
 			return nil, err
 		}
 		defer guard.release()
-		opts.Ready = guard.ready
+		opts.Before, opts.Ready = guard.confirm, guard.ready
 	}
 	outcomes, err := controlplane.Apply(ctx, plan, opts)
 	if err != nil {
