@@ -130,7 +130,10 @@ type Outcome struct {
 	Message    string
 }
 
-// FinishNode ends node's turn in rollout id and moves the rollout on: a
+// FinishNode ends node's turn in rollout id and moves the rollout on; only
+// the agent that began or last resumed the turn may (c.By must be the
+// entry's agent), so that no agent reports another node's outcome, nor an
+// agent that was taken over the outcome of a turn now someone else's. A
 // node done successfully may pause it (the canary), end it (the last node:
 // Succeeded, or AwaitingConfirm with the try's deadline set), or let the
 // next node go; a node that rolled back, or whose rollback failed, fails
@@ -148,6 +151,10 @@ func (r *Record) FinishNode(c Clock, id int64, node string, o Outcome) error {
 	}
 	if n.Phase != NodeInProgress {
 		return exitcode.Conflictf("node %s is %s in rollout %d, not in progress; its outcome %s was not recorded", node, n.Phase, id, o.Phase)
+	}
+	if n.Agent != c.By {
+		return exitcode.Conflictf("node %s is in progress in rollout %d for %s, not %s: only the agent that began or resumed a node's turn reports its outcome",
+			node, id, n.Agent, c.By)
 	}
 	n.Phase, n.FinishedAt, n.Components, n.Message = o.Phase, c.now(), slices.Clone(o.Components), upgrade.BoundReason(o.Message)
 	s := r.Status

@@ -201,6 +201,29 @@ func TestFinishNode(t *testing.T) {
 	}
 }
 
+// Only the agent that began or resumed a node's turn reports its outcome:
+// not another node's agent, nor an agent taken over since.
+func TestFinishNodeByAnotherAgent(t *testing.T) {
+	r := started(t, spec())
+	if err := r.BeginNode(by("agent-cp-0", 1), 1, "cp-0", nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	before := clone(r)
+	wantRefused(t, r.FinishNode(by("agent-cp-1", 2), 1, "cp-0", Outcome{Phase: NodeUpdated}), exitcode.Conflict,
+		"node cp-0 is in progress in rollout 1 for agent-cp-0, not agent-cp-1: only the agent that began or resumed a node's turn reports its outcome")
+	if d := diff(before, r); d != "" {
+		t.Errorf("a refused finish changed the record (-want +got):\n%s", d)
+	}
+	if err := r.ResumeNode(by("agent-cp-0-restarted", 3), 1, "cp-0"); err != nil {
+		t.Fatal(err)
+	}
+	wantRefused(t, r.FinishNode(by("agent-cp-0", 4), 1, "cp-0", Outcome{Phase: NodeUpdated}), exitcode.Conflict,
+		"node cp-0 is in progress in rollout 1 for agent-cp-0-restarted, not agent-cp-0: only the agent that began or resumed a node's turn reports its outcome")
+	if err := r.FinishNode(by("agent-cp-0-restarted", 5), 1, "cp-0", Outcome{Phase: NodeUpdated}); err != nil {
+		t.Errorf("the agent that resumed the node: %v", err)
+	}
+}
+
 func TestFinishNodeRefusals(t *testing.T) {
 	r := started(t, spec())
 	turn(t, r, 0, "cp-0", NodeUpdated)
