@@ -82,8 +82,11 @@ type Config struct {
 	// Resync, StateResync and StopGrace default to DefaultResync,
 	// DefaultStateResync and DefaultStopGrace.
 	Resync, StateResync, StopGrace time.Duration
-	// Version is the plugin version published in the node's state.
-	Version string
+	// Version is the plugin version published in the node's state, and
+	// CertificateExpires when the client certificate the agent
+	// authenticates with expires (zero for a token).
+	Version            string
+	CertificateExpires time.Time
 	// Log receives one Event per thing the agent does or finds; nil
 	// discards them.
 	Log func(Event)
@@ -133,6 +136,7 @@ type Agent struct {
 	works    []work
 	rollouts *rollouts
 	state    *states
+	repeated map[string]string // the message last logged of a failure that repeats, by key
 }
 
 // New checks cfg and fills its defaults.
@@ -165,7 +169,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Identity = fmt.Sprintf("agent/%s/%d-%s", cfg.Name, os.Getpid(), hex.EncodeToString(b[:]))
 	}
 	cfg.Now = cfg.Clock.Now
-	a := &Agent{cfg: cfg, records: newMailbox(), configs: newMailbox()}
+	a := &Agent{cfg: cfg, records: newMailbox(), configs: newMailbox(), repeated: map[string]string{}}
 	a.rollouts, a.state = &rollouts{a: a}, &states{a: a}
 	a.works = []work{a.rollouts, a.state}
 	return a, nil
@@ -203,8 +207,17 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		followers++
 		crash.Go(func() error {
 			defer crash.Recover(func(err error) { ended <- err })
-			ended <- f.e.Follow(follow, f.box.put, func(err error) {
-				a.warn("WatchFailed", "following %s: %s; reading it again", f.what, exitcode.Message(err))
+			// A watch fails every second or so while the API server is
+			// away: said once per distinct failure, until a read works.
+			failed := ""
+			ended <- f.e.Follow(follow, func(cm *corev1.ConfigMap) {
+				failed = ""
+				f.box.put(cm)
+			}, func(err error) {
+				if msg := exitcode.Message(err); msg != failed {
+					failed = msg
+					a.warn("WatchFailed", "following %s: %s; reading it again", f.what, msg)
+				}
 			})
 			return nil
 		})
@@ -225,10 +238,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		case <-ctx.Done():
 			return a.stop()
 		case err := <-lease.Done():
-			if exitcode.FromError(err) == exitcode.Internal {
-				return err
-			}
-			return exitcode.Conflictf("agent of node %s stops: %w; another agent of this node runs", a.cfg.Name, err)
+			return a.lost(err)
 		case err := <-ended: // Follow ends only with ctx, or a panic
 			followers--
 			_ = a.stop()
@@ -244,12 +254,27 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 				a.view.Rollout = cm
 			}
 		}
+		// A Lease taken over while the loop waited comes first: this agent
+		// acts no more.
+		select {
+		case err := <-lease.Done():
+			return a.lost(err)
+		default:
+		}
 		next := a.pass(ctx)
 		if ctx.Err() != nil {
 			return a.stop()
 		}
 		resync.Reset(next)
 	}
+}
+
+// lost ends a run whose Lease was taken over (or whose renewing panicked).
+func (a *Agent) lost(err error) error {
+	if exitcode.FromError(err) == exitcode.Internal {
+		return err
+	}
+	return exitcode.Conflictf("agent of node %s stops: %w; another agent of this node runs", a.cfg.Name, err)
 }
 
 // pass runs every work once, in order, and returns the time until the next
@@ -264,24 +289,48 @@ func (a *Agent) pass(ctx context.Context) time.Duration {
 	return next
 }
 
-// holdLease takes the node's Lease. One an earlier agent renewed lately
-// (it was just killed, or is being replaced) is waited for until it goes
-// stale, for up to twice StaleAfter; an agent that goes on renewing it is
-// alive, and this one gives way (exit 4). Any other failure is tried again
-// for as long, then returned: an API server that has just started may
-// refuse what its authorizer's caches do not hold yet, and the load
-// balancer may send the agent there.
+// holds says whether this agent may act on its node now: it must show it
+// holds the node's Lease (engine.HeldLease.Held). An agent whose renewals
+// have failed for half the Lease's duration may have been taken over by
+// another agent of the node that resumes its turn: it starts no work and
+// writes no record until a renewal gets through again, and says so once.
+func (a *Agent) holds() bool {
+	err := a.lease.Held()
+	if err == nil {
+		a.recovered("NotActing", "")
+		return true
+	}
+	a.warnOnce("NotActing", "", "agent %s does not act on node %s for now: %s", a.cfg.Identity, a.cfg.Name, exitcode.Message(err))
+	return false
+}
+
+// holdLease takes the node's Lease. One another agent holds is judged by
+// watching it, never by its renewTime: on an HA control plane the API
+// servers stamp times with their own hosts' clocks. A Lease seen unchanged
+// for its whole duration is abandoned (its agent was killed, or is being
+// replaced) and taken over; one that goes on changing for twice the
+// longer of StaleAfter and its own duration belongs to a live agent, and
+// this one gives way (exit 4). Any other failure is tried again for as
+// long, then returned: an API server that has just started may refuse what
+// its authorizer's caches do not hold yet, and the load balancer may send
+// the agent there.
 func (a *Agent) holdLease(ctx context.Context) (*engine.HeldLease, error) {
-	deadline := time.Now().Add(2 * a.cfg.StaleAfter)
 	name := nodestate.LeaseName(a.cfg.Name)
+	obs := &engine.LeaseObserver{Default: a.cfg.StaleAfter}
+	patience := 2 * a.cfg.StaleAfter
+	free := func(l *coordinationv1.Lease) bool {
+		patience = 2 * max(a.cfg.StaleAfter, engine.LeaseDuration(l, a.cfg.StaleAfter))
+		return obs.Abandoned(l)
+	}
+	start := time.Now()
 	waiting, failing := false, ""
 	for {
 		lease, err := a.cfg.Record.HoldLease(ctx, engine.HeldLeaseSpec{
 			Name: name, Holder: a.cfg.Identity,
 			Labels:   map[string]string{nodestate.Label: a.cfg.Name},
-			Interval: a.cfg.Heartbeat, Duration: a.cfg.StaleAfter, Now: a.cfg.Clock.Now,
-			Free: func(l *coordinationv1.Lease) bool { return !nodestate.Alive(l, a.cfg.Clock.Now(), a.cfg.StaleAfter) },
+			Interval: a.cfg.Heartbeat, Duration: a.cfg.StaleAfter, Now: a.cfg.Clock.Now, Free: free,
 		})
+		deadline := start.Add(patience)
 		var held *engine.HeldByAnotherError
 		switch {
 		case err == nil:
@@ -305,8 +354,8 @@ func (a *Agent) holdLease(ctx context.Context) (*engine.HeldLease, error) {
 		}
 		if !waiting {
 			waiting = true
-			a.warn("LeaseHeld", "lease %s is held by %s, renewed lately: waiting up to %s for it to go stale",
-				held.Lease, held.Holder, 2*a.cfg.StaleAfter)
+			a.warn("LeaseHeld", "lease %s is held by %s: waiting up to %s for it to go unrenewed for its duration",
+				held.Lease, held.Holder, time.Until(deadline).Round(time.Second))
 		}
 		if err := sleep(ctx, a.cfg.Heartbeat/2); err != nil {
 			return nil, err
@@ -377,6 +426,21 @@ func (a *Agent) info(reason, format string, args ...any) {
 func (a *Agent) warn(reason, format string, args ...any) {
 	a.logErr(nil, true, reason, fmt.Sprintf(format, args...))
 }
+
+// warnOnce logs a failure that is tried again, once per distinct message
+// for the same reason and subject (what failed): an agent whose writes the
+// API keeps refusing does not flood its log. recovered forgets it once the
+// failure is over, so that the next one is logged.
+func (a *Agent) warnOnce(reason, about, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if a.repeated[reason+"/"+about] == msg {
+		return
+	}
+	a.repeated[reason+"/"+about] = msg
+	a.logErr(nil, true, reason, msg)
+}
+
+func (a *Agent) recovered(reason, about string) { delete(a.repeated, reason+"/"+about) }
 
 // logErr hands an event caused by err to the log.
 func (a *Agent) logErr(err error, warning bool, reason, message string) {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,8 +15,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/casfake"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
@@ -32,9 +40,9 @@ import (
 // testAgent is an agent of cp-0 over a fake clientset holding the record
 // r (none when nil) and kubeadm-config with doc; logged collects its
 // events.
-func testAgent(t *testing.T, r *rollout.Record, doc []byte) (a *Agent, client *fake.Clientset, logged *[]Event) {
+func testAgent(t *testing.T, r *rollout.Record, doc []byte) (a *Agent, client *fake.Clientset, logged *logBook) {
 	t.Helper()
-	client = fake.NewClientset()
+	client = byName(casfake.Leases(fake.NewClientset()))
 	ctx := context.Background()
 	live := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kubeadm-config", UID: "uid-1"},
 		Data: map[string]string{engine.DefaultKey: string(doc)}}
@@ -50,7 +58,7 @@ func testAgent(t *testing.T, r *rollout.Record, doc []byte) (a *Agent, client *f
 			t.Fatal(err)
 		}
 	}
-	var events []Event
+	logged = &logBook{}
 	a, err := New(Config{
 		Record: engine.New(client, engine.Target{Namespace: "kube-system", Name: rollout.DefaultConfigMap}, engine.Options{}),
 		Node: reconfigure.Node{
@@ -63,12 +71,96 @@ func testAgent(t *testing.T, r *rollout.Record, doc []byte) (a *Agent, client *f
 		},
 		Clock:     &engine.ServerClock{Local: func() time.Time { return rollouttest.TS(100) }},
 		Heartbeat: 50 * time.Millisecond, StaleAfter: 200 * time.Millisecond,
-		Log: func(e Event) { events = append(events, e) },
+		Log: logged.add,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a, client, &events
+	return a, client, logged
+}
+
+// logBook keeps what an agent logged, from whichever goroutine.
+type logBook struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (b *logBook) add(e Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.events = append(b.events, e)
+}
+
+func (b *logBook) all() []Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.events)
+}
+
+// count is how many events had reason.
+func (b *logBook) count(reason string) int {
+	n := 0
+	for _, e := range b.all() {
+		if e.Reason == reason {
+			n++
+		}
+	}
+	return n
+}
+
+// byName makes the fake's lists and watches of ConfigMaps honour a
+// metadata.name field selector, as the API server does: each of an agent's
+// followers (engine.Follow) then sees its own ConfigMap only.
+func byName(client *fake.Clientset) *fake.Clientset {
+	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	named := func(f fields.Selector) (string, bool) {
+		if f == nil {
+			return "", false
+		}
+		return f.RequiresExactMatch("metadata.name")
+	}
+	client.PrependReactor("list", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		name, ok := named(a.(k8stesting.ListAction).GetListRestrictions().Fields)
+		if !ok {
+			return false, nil, nil
+		}
+		obj, err := client.Tracker().List(gvr, gvk, a.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		list := obj.(*corev1.ConfigMapList)
+		list.Items = slices.DeleteFunc(list.Items, func(cm corev1.ConfigMap) bool { return cm.Name != name })
+		return true, list, nil
+	})
+	client.PrependWatchReactor("configmaps", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		name, ok := named(a.(k8stesting.WatchAction).GetWatchRestrictions().Fields)
+		if !ok {
+			return false, nil, nil
+		}
+		w, err := client.Tracker().Watch(gvr, a.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		return true, watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+			cm, isCM := e.Object.(*corev1.ConfigMap)
+			return e, !isCM || cm.Name == name
+		}), nil
+	})
+	return client
+}
+
+// hold has a take its node's Lease, as Run does first, for a test that
+// hands it work without its loop.
+func hold(t *testing.T, a *Agent) *Agent {
+	t.Helper()
+	lease, err := a.holdLease(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.lease = lease
+	t.Cleanup(func() { _ = lease.Stop() })
+	return a
 }
 
 // read returns what the fake holds: the record and the live document.
@@ -119,6 +211,7 @@ func TestAgentRestoresTheDocumentOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := reverting(t)
 			a, client, logged := testAgent(t, rec, []byte(tc.live))
+			hold(t, a)
 			a.rollouts.restoreDocument(context.Background(), rec)
 			got, live := read(t, client)
 			if live != tc.want {
@@ -132,21 +225,11 @@ func TestAgentRestoresTheDocumentOnce(t *testing.T) {
 			if again, live2 := read(t, client); live2 != tc.want || again.Status.Message != tc.message {
 				t.Errorf("the second pass changed something: %q, %q", live2, again.Status.Message)
 			}
-			if n := countReason(*logged, "DocumentRestored"); n != 1 {
+			if n := logged.count("DocumentRestored"); n != 1 {
 				t.Errorf("DocumentRestored logged %d times, want once", n)
 			}
 		})
 	}
-}
-
-func countReason(events []Event, reason string) int {
-	n := 0
-	for _, e := range events {
-		if e.Reason == reason {
-			n++
-		}
-	}
-	return n
 }
 
 // A damaged record is reported once per version, and nothing else is
@@ -157,10 +240,10 @@ func TestAgentReportsADamagedRecordOnce(t *testing.T) {
 		Data: map[string]string{rollout.KeyStatus: "nodes: [[["}}
 	a.rollouts.do(context.Background())
 	a.rollouts.do(context.Background())
-	if n := countReason(*logged, "RecordDamaged"); n != 1 {
-		t.Fatalf("RecordDamaged logged %d times, want once: %+v", n, *logged)
+	if n := logged.count("RecordDamaged"); n != 1 {
+		t.Fatalf("RecordDamaged logged %d times, want once: %+v", n, logged.all())
 	}
-	e := (*logged)[0]
+	e := logged.all()[0]
 	if !e.Warning || !strings.HasPrefix(e.Message, "the rollout record kube-system/kubeadmcfg-rollout is damaged: data.status: ") ||
 		!strings.HasSuffix(e.Message, "; fix or delete it; this agent changes nothing on node cp-0 until it is") {
 		t.Errorf("got %+v", e)
@@ -171,7 +254,7 @@ func TestAgentReportsADamagedRecordOnce(t *testing.T) {
 	}
 	a.view.Rollout.ResourceVersion = "6"
 	a.rollouts.do(context.Background())
-	if n := countReason(*logged, "RecordDamaged"); n != 2 {
+	if n := logged.count("RecordDamaged"); n != 2 {
 		t.Errorf("a new version of the damaged record was not reported: %d", n)
 	}
 }
@@ -184,13 +267,14 @@ func TestAgentExpiresATryOnce(t *testing.T) {
 		rollouttest.Turn(t, r, 10*i+1, n, rollout.NodeUpdated)
 	}
 	a, client, logged := testAgent(t, r, rollouttest.DocV2) // its clock is at 100s, the deadline at 42s
+	hold(t, a)
 	a.rollouts.expireTry(context.Background())
 	a.rollouts.expireTry(context.Background())
 	got, _ := read(t, client)
 	if got.Status.Kind != rollout.KindRevert || got.Status.StartedBy != "agent/cp-0/1" {
 		t.Fatalf("want a revert started by the agent, got %+v", got.Status)
 	}
-	if n := countReason(*logged, "TryExpired"); n != 1 {
+	if n := logged.count("TryExpired"); n != 1 {
 		t.Errorf("TryExpired logged %d times, want once", n)
 	}
 }
@@ -230,26 +314,56 @@ func TestAgentOutcomes(t *testing.T) {
 	}
 }
 
-// A second agent of the same node is refused while the first one's Lease
-// is fresh, and takes over a stale one.
+// Another agent's Lease is judged by watching it change, never by its
+// renewTime against this agent's API server's clock: on an HA control
+// plane each API server stamps its own host's time (review R9). A Lease
+// renewed by a live agent, though its renewTime says an hour ago, is never
+// taken over (exit 4, naming the holder); one nobody renews any more,
+// though its renewTime says now, is taken over once seen unchanged for its
+// duration.
 func TestAgentLeaseTakeover(t *testing.T) {
-	a, client, _ := testAgent(t, nil, rollouttest.DocV1) // the clock says 100s
+	a, client, _ := testAgent(t, nil, rollouttest.DocV1) // the clock says 100s; StaleAfter 200ms
 	holder := "agent/cp-0/old"
 	renewed := func(sec int) *metav1.MicroTime { m := metav1.NewMicroTime(rollouttest.TS(sec)); return &m }
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: nodestate.LeaseName("cp-0")},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: renewed(100)}}
 	leases := client.CoordinationV1().Leases("kube-system")
-	if _, err := leases.Create(context.Background(), lease, metav1.CreateOptions{}); err != nil {
+	lease, err := leases.Create(context.Background(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: nodestate.LeaseName("cp-0")},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: renewed(100 - 3600)}}, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// The clock stays at 100s: the lease stays fresh while it is waited for.
-	err := a.Run(ctx)
+	// The old agent renews every 20ms, with its own (slow) clock.
+	renewing, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for n := 0; ; n++ {
+			select {
+			case <-renewing:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			l, err := leases.Get(context.Background(), lease.Name, metav1.GetOptions{})
+			if err != nil {
+				continue
+			}
+			l.Annotations = map[string]string{"renewal": strconv.Itoa(n)}
+			_, _ = leases.Update(context.Background(), l, metav1.UpdateOptions{})
+		}
+	}()
+	err = a.Run(ctx)
+	close(renewing)
+	<-stopped
 	if exitcode.FromError(err) != exitcode.Conflict || !strings.Contains(err.Error(), "another agent of node cp-0 is alive (agent/cp-0/old holds lease kubeadmcfg-agent-cp-0 and renews it)") {
-		t.Fatalf("a fresh lease: want exit 4 naming the holder, got %v", err)
+		t.Fatalf("a lease renewed by a live agent: want exit 4 naming the holder, got %v", err)
 	}
-	lease.Spec.RenewTime = renewed(99) // a second ago: past StaleAfter
+	// Dead now, with a last renewTime that a fast clock made look fresh.
+	lease, err = leases.Get(context.Background(), lease.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease.Spec.RenewTime = renewed(100)
 	if _, err := leases.Update(context.Background(), lease, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +376,7 @@ func TestAgentLeaseTakeover(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the stale lease was not taken over: %+v, %v", l, err)
+			t.Fatalf("the abandoned lease was not taken over: %+v, %v", l, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -301,6 +415,7 @@ func TestAgentAppliesThePinnedTarget(t *testing.T) {
 // TurnDeferred warning. (make demo showed one after `rollout undo`.)
 func TestAgentActsOnItsOwnLastWrite(t *testing.T) {
 	a, client, logged := testAgent(t, rollouttest.Started(t, rollouttest.Spec()), rollouttest.DocV2)
+	hold(t, a)
 	ctx := context.Background()
 	cms := client.CoreV1().ConfigMaps("kube-system")
 	var err error
@@ -316,9 +431,9 @@ func TestAgentActsOnItsOwnLastWrite(t *testing.T) {
 	if got, _ := read(t, client); got.Status.Phase != rollout.Failed || got.Status.Nodes[0].Phase != rollout.NodeRolledBack {
 		t.Fatalf("want cp-0 RolledBack and the rollout rollout.Failed, got %+v", got.Status)
 	}
-	before := len(*logged)
+	before := len(logged.all())
 	a.rollouts.do(ctx) // as a change of kubeadm-config has it act
-	for _, e := range (*logged)[before:] {
+	for _, e := range logged.all()[before:] {
 		t.Errorf("the agent acted again on the copy that began its turn: %s: %s", e.Reason, e.Message)
 	}
 }
@@ -361,4 +476,29 @@ func TestNewAgentRefuses(t *testing.T) {
 	if _, err := New(full()); err != nil {
 		t.Errorf("NewAgent of a full config: %v", err)
 	}
+}
+
+// currentRecord, currentStatus and currentConfig read what the fake holds.
+func currentRecord(t *testing.T, client *fake.Clientset) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), rollout.DefaultConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm
+}
+
+func currentStatus(t *testing.T, client *fake.Clientset) *rollout.Status {
+	t.Helper()
+	r, _ := read(t, client)
+	return r.Status
+}
+
+func currentConfig(t *testing.T, client *fake.Clientset) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "kubeadm-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm
 }

@@ -27,20 +27,36 @@ import (
 // backups of the entry's config backup for those the earlier agent
 // replaced, and for the rest what they run now, read before this run
 // touches them.
+//
+// What stops a fresh turn before the node changes, and passes by itself (the
+// manifests directory or the etcd lock busy, the API unreachable, an upgrade
+// in progress), defers a resume the same way: the entry stays as the
+// earlier agent left it, nothing is put back, and the resume is tried again
+// on the next change or resync (notBegun's rule, endsTurn).
 func (w *rollouts) resume(ctx context.Context, r *rollout.Record, entry rollout.Node) {
 	a, s, node := w.a, r.Status, w.a.cfg.Name
-	cm, _, err := w.update(ctx, func(r *rollout.Record) (bool, error) {
-		return true, r.ResumeNode(w.clock(), s.ID, node)
-	})
-	if err != nil {
-		a.warn("TurnDeferred", "node %s is in progress in %s %d, but cannot be resumed yet: %s", node, s.Kind, s.ID, exitcode.Message(err))
-		return
-	}
-	a.event(ctx, cm, false, "NodeResumed", fmt.Sprintf("agent %s resumes node %s in %s %d (started by %s at %s)",
-		a.cfg.Identity, node, s.Kind, s.ID, entry.Agent, stamp(entry.StartedAt)))
 	a.job(ctx, func(jctx, wctx context.Context) {
 		before, berr := w.preRollout(entry)
-		rep, err := reconfigure.Run(jctx, a.cfg.Node, w.request(r, nil))
+		resumed := false
+		rep, err := reconfigure.Run(jctx, a.cfg.Node, w.request(r, func([]string, string) error {
+			if err := w.resumeNode(jctx, s, entry); err != nil {
+				return err
+			}
+			resumed = true
+			return nil
+		}))
+		if !resumed {
+			if !endsTurn(err) {
+				w.deferred(err, "node %s is in progress in %s %d, but cannot be resumed yet: %s", node, s.Kind, s.ID)
+				return
+			}
+			// It cannot be completed: put it back, which is a resume too.
+			if rerr := w.resumeNode(wctx, s, entry); rerr != nil {
+				w.deferred(rerr, "node %s is in progress in %s %d, but cannot be resumed yet: %s", node, s.Kind, s.ID)
+				return
+			}
+		}
+		w.lastTurnErr = ""
 		if err == nil {
 			// Only the components the earlier agent meant to change: the
 			// others' restarts say nothing about this rollout.
@@ -71,14 +87,37 @@ func (w *rollouts) resume(ctx context.Context, r *rollout.Record, entry rollout.
 		}
 		a.warn("PuttingBack", "%s; putting node %s back on its manifests from before the rollout", why, node)
 		_, perr := reconfigure.PutBack(wctx, a.cfg.Node, reconfigure.PutBackRequest{Manifests: before, Wait: a.cfg.Wait, Progress: a.progress})
-		if perr != nil {
+		switch {
+		case perr != nil && errors.As(perr, new(*reconfigure.StageError)) && !endsTurn(perr):
+			// Refused before it changed anything, for what passes by itself:
+			// the node stays in progress and is resumed again.
+			w.deferred(perr, "node %s could not be put back yet: %s", node)
+		case perr != nil:
 			w.finish(wctx, s.ID, rollout.Outcome{Phase: rollout.NodeRollbackFailed, Components: entry.Components,
 				Message: why + "; putting back the manifests from before the rollout failed: " + exitcode.Message(perr)}, perr)
-			return
+		default:
+			w.finish(wctx, s.ID, rollout.Outcome{Phase: rollout.NodeRolledBack, Components: entry.Components,
+				Message: why + "; the node is back on its manifests from before the rollout"}, err)
 		}
-		w.finish(wctx, s.ID, rollout.Outcome{Phase: rollout.NodeRolledBack, Components: entry.Components,
-			Message: why + "; the node is back on its manifests from before the rollout"}, err)
 	})
+}
+
+// resumeNode records that this agent resumes the node (ResumeNode), with
+// its Event.
+func (w *rollouts) resumeNode(ctx context.Context, s *rollout.Status, entry rollout.Node) error {
+	a, node := w.a, w.a.cfg.Name
+	if !a.holds() {
+		return errNotHeld
+	}
+	cm, _, err := w.updateOwn(ctx, func(r *rollout.Record, node string, c rollout.Clock) error {
+		return r.ResumeNode(c, s.ID, node)
+	})
+	if err != nil {
+		return err
+	}
+	a.event(ctx, cm, false, "NodeResumed", fmt.Sprintf("agent %s resumes node %s in %s %d (started by %s at %s)",
+		a.cfg.Identity, node, s.Kind, s.ID, entry.Agent, stamp(entry.StartedAt)))
+	return nil
 }
 
 // preRollout reads what each component ran before the rollout: the newest

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,10 +21,20 @@ type rollouts struct {
 
 	damagedRV   string // the damaged record version already reported
 	lastTurnErr string // why the node's turn was last deferred
+	refused     int    // writes the API refused in a row: they are retried with a backoff
 }
 
-// do does what the record as last seen asks of this agent, and asks to look
-// again when a try is due to expire before the next resync.
+// TryExpiryMargin is how long after a try's deadline, on its own API
+// server's clock, an agent reverts it. The deadline was stamped with the
+// clock of the API server the last node's agent talked to; an HA control
+// plane has one clock per API server, so a skew of up to the margin between
+// them never reverts a try early.
+const TryExpiryMargin = 5 * time.Second
+
+// do does what the record as last seen asks of this agent, and says when
+// to look again: when a try is due to expire before the next resync, or,
+// after a write the API refused, with a backoff that doubles up to the
+// resync period.
 func (w *rollouts) do(ctx context.Context) time.Duration {
 	a := w.a
 	if a.view.Rollout == nil {
@@ -35,34 +47,58 @@ func (w *rollouts) do(ctx context.Context) time.Duration {
 	}
 	w.damagedRV = ""
 	s := r.Status
-	if s == nil {
+	if s == nil || !s.Phase.Active() {
 		return 0
 	}
-	if s.TryExpired(a.cfg.Clock.Now()) {
-		w.expireTry(ctx)
+	if !a.holds() {
+		return w.backoff()
+	}
+	if s.TryExpired(a.cfg.Clock.Now().Add(-TryExpiryMargin)) {
+		if !w.expireTry(ctx) {
+			return w.backoff()
+		}
+		w.refused = 0
 		return 0 // the revert comes back through the watch
 	}
-	if s.Kind == rollout.KindRevert && s.Phase.Active() && !s.DocumentRestored {
-		w.restoreDocument(ctx, r)
+	restored := true
+	if s.Kind == rollout.KindRevert && !s.DocumentRestored {
+		restored = w.restoreDocument(ctx, r)
 	}
-	node := a.cfg.Name
-	entry, ok := s.Lookup(node)
+	w.nodeWork(ctx, r)
+	if !restored {
+		return w.backoff()
+	}
+	w.refused = 0
+	return w.untilExpiry()
+}
+
+// nodeWork takes the node's turn, or resumes it.
+func (w *rollouts) nodeWork(ctx context.Context, r *rollout.Record) {
+	a, s := w.a, r.Status
+	entry, ok := s.Lookup(a.cfg.Name)
 	switch {
-	case !ok || !s.Phase.Active() || a.view.Config == nil:
+	case !ok || a.view.Config == nil:
 	case entry.Phase == rollout.NodeInProgress:
 		// This agent holds the node's Lease, so no other agent of the node
 		// is alive: the entry is a turn an earlier agent did not finish.
 		w.resume(ctx, r, entry)
 	default:
-		if turn, ok := s.Turn(); ok && turn == node {
+		if turn, ok := s.Turn(); ok && turn == a.cfg.Name {
 			w.turn(ctx, r)
 		}
 	}
-	return w.untilExpiry()
+}
+
+// backoff is the wait before trying again after the API refused a write:
+// one second, doubling with each refusal in a row, up to Resync.
+func (w *rollouts) backoff() time.Duration {
+	w.refused++
+	return min(time.Second<<min(w.refused-1, 10), w.a.cfg.Resync)
 }
 
 // untilExpiry is the time until the try of the rollout as last seen runs
-// out, with a second's margin; 0 when none runs.
+// out (with TryExpiryMargin and a second), at least 100ms; 0 when none
+// runs or it ran out already (it was expired, or a backoff is due).
 func (w *rollouts) untilExpiry() time.Duration {
 	a := w.a
 	if a.view.Rollout == nil {
@@ -72,7 +108,11 @@ func (w *rollouts) untilExpiry() time.Duration {
 	if err != nil || r.Status == nil || r.Status.Phase != rollout.AwaitingConfirm || r.Status.Try == nil {
 		return 0
 	}
-	return max(r.Status.Try.Deadline.Sub(a.cfg.Clock.Now())+time.Second, 100*time.Millisecond)
+	until := r.Status.Try.Deadline.Add(TryExpiryMargin).Sub(a.cfg.Clock.Now()) + time.Second
+	if until <= 0 {
+		return 0
+	}
+	return max(until, 100*time.Millisecond)
 }
 
 // damaged reports a record no agent may act on, once per version of it:
@@ -114,6 +154,40 @@ func (w *rollouts) update(ctx context.Context, change func(r *rollout.Record) (b
 		a.view.Rollout = res.New
 	}
 	return res.New, rec, nil
+}
+
+// updateOwn changes this node's entry in the record, and nothing else of
+// the record's nodes, with a compare-and-swap (as update): change gets the
+// record, the agent's own node and the clock to pass to the transition. A
+// change that would touch another node's entry is refused and nothing is
+// written: an agent answers for its own node only, whatever a bug in it
+// or in the record asks.
+func (w *rollouts) updateOwn(ctx context.Context, change func(r *rollout.Record, node string, c rollout.Clock) error) (*corev1.ConfigMap, *rollout.Record, error) {
+	node := w.a.cfg.Name
+	return w.update(ctx, func(r *rollout.Record) (bool, error) {
+		others := otherEntries(r.Status, node)
+		if err := change(r, node, w.clock()); err != nil {
+			return false, err
+		}
+		if after := otherEntries(r.Status, node); !reflect.DeepEqual(others, after) {
+			return false, exitcode.New(exitcode.Internal, fmt.Errorf("refusing to write the rollout record: the change of node %s's entry would also change another node's; an agent writes its own node's entry only", node))
+		}
+		return true, nil
+	})
+}
+
+// otherEntries are the entries of the rollout s for nodes other than node.
+func otherEntries(s *rollout.Status, node string) map[string]rollout.Node {
+	out := map[string]rollout.Node{}
+	if s == nil {
+		return out
+	}
+	for _, n := range s.Nodes {
+		if n.Name != node {
+			out[n.Name] = n
+		}
+	}
+	return out
 }
 
 // clock is who acts, and when, on the server's clock.

@@ -69,6 +69,9 @@ func (w *states) do(ctx context.Context) time.Duration {
 func (w *states) find(ctx context.Context) (st nodestate.State) {
 	a := w.a
 	st.AgentVersion = a.cfg.Version
+	if !a.cfg.CertificateExpires.IsZero() {
+		st.CertificateExpires = stamp(a.cfg.CertificateExpires)
+	}
 	defer func() { st.CheckedAt = stamp(a.cfg.Clock.Now()) }()
 	t := a.cfg.Config.Target()
 	if lg, err := a.cfg.Store.LastGood(t.Namespace, t.Name, a.cfg.Name); err == nil {

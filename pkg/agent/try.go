@@ -16,9 +16,10 @@ import (
 // the server's clock, one agent (the compare-and-swap picks it) turns the
 // rollout into a revert, and one puts kubeadm-config back.
 
-// expireTry reverts a rollout whose try ran out unconfirmed. An agent that
-// comes second finds the revert made.
-func (w *rollouts) expireTry(ctx context.Context) {
+// expireTry reverts a rollout whose try ran out unconfirmed; false when the
+// revert could not be written. An agent that comes second finds the revert
+// made.
+func (w *rollouts) expireTry(ctx context.Context) bool {
 	a := w.a
 	var deadline string
 	cm, r, err := w.update(ctx, func(r *rollout.Record) (bool, error) {
@@ -28,21 +29,24 @@ func (w *rollouts) expireTry(ctx context.Context) {
 		return r.ExpireTry(w.clock())
 	})
 	if err != nil {
-		a.warn("TryExpired", "the try ran out, but the revert could not be recorded: %s; trying again", exitcode.Message(err))
-		return
+		a.warnOnce("TryExpired", "", "the try ran out, but the revert could not be recorded: %s; trying again with a backoff of up to %s",
+			exitcode.Message(err), a.cfg.Resync)
+		return false
 	}
+	a.recovered("TryExpired", "")
 	if cm == nil { // another agent made the revert
-		return
+		return true
 	}
 	a.event(ctx, cm, true, "TryExpired", fmt.Sprintf("not confirmed by %s: revert %d takes back %s", deadline, r.Status.ID, joinNames(r.Status.Order)))
+	return true
 }
 
 // restoreDocument puts kubeadm-config back to what it held before the
 // reverted rollout (the revert's target), with a compare-and-swap that
 // requires it to hold the reverted rollout's target still: a document
 // someone wrote since is left alone, and the record says so. Then it marks
-// the document restored, once.
-func (w *rollouts) restoreDocument(ctx context.Context, r *rollout.Record) {
+// the document restored, once. It returns false when a write failed.
+func (w *rollouts) restoreDocument(ctx context.Context, r *rollout.Record) bool {
 	a := w.a
 	s := r.Status
 	key := a.cfg.Config.Target().Key
@@ -66,8 +70,9 @@ func (w *rollouts) restoreDocument(ctx context.Context, r *rollout.Record) {
 		return false, nil
 	})
 	if err != nil {
-		a.warn("DocumentNotRestored", "revert %d: kubeadm-config could not be put back: %s; trying again", s.ID, exitcode.Message(err))
-		return
+		a.warnOnce("DocumentNotRestored", "", "revert %d: kubeadm-config could not be put back: %s; trying again with a backoff of up to %s",
+			s.ID, exitcode.Message(err), a.cfg.Resync)
+		return false
 	}
 	cm, _, err := w.update(ctx, func(r *rollout.Record) (bool, error) {
 		if r.Status == nil || r.Status.ID != s.ID {
@@ -75,10 +80,14 @@ func (w *rollouts) restoreDocument(ctx context.Context, r *rollout.Record) {
 		}
 		return r.MarkDocumentRestored(w.clock(), outcome)
 	})
-	switch {
-	case err != nil:
-		a.warn("DocumentNotRestored", "revert %d: %s, but the record could not say so: %s; trying again", s.ID, outcome, exitcode.Message(err))
-	case cm != nil:
+	if err != nil {
+		a.warnOnce("DocumentNotRestored", "", "revert %d: %s, but the record could not say so: %s; trying again with a backoff of up to %s",
+			s.ID, outcome, exitcode.Message(err), a.cfg.Resync)
+		return false
+	}
+	a.recovered("DocumentNotRestored", "")
+	if cm != nil {
 		a.event(ctx, cm, false, "DocumentRestored", fmt.Sprintf("revert %d: %s", s.ID, outcome))
 	}
+	return true
 }

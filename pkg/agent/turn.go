@@ -29,8 +29,11 @@ func (w *rollouts) turn(ctx context.Context, r *rollout.Record) {
 	a.job(ctx, func(jctx, wctx context.Context) {
 		begun := false
 		rep, err := reconfigure.Run(jctx, a.cfg.Node, w.request(r, func(components []string, backup string) error {
-			cm, _, err := w.update(jctx, func(r *rollout.Record) (bool, error) {
-				return true, r.BeginNode(w.clock(), s.ID, a.cfg.Name, components, backup)
+			if !a.holds() {
+				return errNotHeld
+			}
+			cm, _, err := w.updateOwn(jctx, func(r *rollout.Record, node string, c rollout.Clock) error {
+				return r.BeginNode(c, s.ID, node, components, backup)
 			})
 			if err != nil {
 				return err
@@ -63,20 +66,15 @@ func (w *rollouts) turn(ctx context.Context, r *rollout.Record) {
 func (w *rollouts) notBegun(ctx context.Context, s *rollout.Status, err error) {
 	a := w.a
 	if !endsTurn(err) {
-		if msg := exitcode.Message(err); msg != w.lastTurnErr {
-			w.lastTurnErr = msg
-			a.logErr(err, true, "TurnDeferred", fmt.Sprintf("node %s cannot take its turn in %s %d yet: %s; trying again on the next change or within %s",
-				a.cfg.Name, s.Kind, s.ID, msg, a.cfg.Resync))
-		}
+		w.deferred(err, "node %s cannot take its turn in %s %d yet: %s", a.cfg.Name, s.Kind, s.ID)
 		return
 	}
 	o := rollout.Outcome{Phase: rollout.NodeRolledBack, Message: exitcode.Message(err) + "; nothing was changed on the node"}
-	cm, _, uerr := w.update(ctx, func(r *rollout.Record) (bool, error) {
-		c := w.clock()
-		if err := r.BeginNode(c, s.ID, a.cfg.Name, nil, ""); err != nil {
-			return false, err
+	cm, _, uerr := w.updateOwn(ctx, func(r *rollout.Record, node string, c rollout.Clock) error {
+		if err := r.BeginNode(c, s.ID, node, nil, ""); err != nil {
+			return err
 		}
-		return true, r.FinishNode(c, s.ID, a.cfg.Name, o)
+		return r.FinishNode(c, s.ID, node, o)
 	})
 	if uerr != nil {
 		a.warn("TurnDeferred", "node %s failed its turn in %s %d (%s), and that could not be recorded: %s",
@@ -85,6 +83,23 @@ func (w *rollouts) notBegun(ctx context.Context, s *rollout.Status, err error) {
 	}
 	a.event(ctx, cm, false, "NodeStarted", fmt.Sprintf("node %s started its turn in %s %d", a.cfg.Name, s.Kind, s.ID))
 	a.eventErr(ctx, cm, err, true, string("Node"+rollout.NodeRolledBack), fmt.Sprintf("node %s failed before changing anything: %s", a.cfg.Name, o.Message))
+}
+
+// errNotHeld stops a node's work before it begins: the agent cannot show
+// that it holds its node's Lease (Agent.holds says why, once).
+var errNotHeld = errors.New("this agent cannot show that it holds its node's lease")
+
+// deferred logs, once per distinct reason, that the node's work waits:
+// format takes the arguments given and then err's message.
+func (w *rollouts) deferred(err error, format string, args ...any) {
+	msg := exitcode.Message(err)
+	if msg == w.lastTurnErr {
+		return
+	}
+	w.lastTurnErr = msg
+	a := w.a
+	a.logErr(err, true, "TurnDeferred", fmt.Sprintf(format, append(args, msg)...)+
+		fmt.Sprintf("; trying again on the next change or within %s", a.cfg.Resync))
 }
 
 // endsTurn reports whether a run that stopped before the node changed
@@ -151,8 +166,8 @@ func warnings(rep *reconfigure.Report) string {
 // ended).
 func (w *rollouts) finish(ctx context.Context, id int64, o rollout.Outcome, cause error) {
 	a := w.a
-	cm, _, err := w.update(ctx, func(r *rollout.Record) (bool, error) {
-		return true, r.FinishNode(w.clock(), id, a.cfg.Name, o)
+	cm, _, err := w.updateOwn(ctx, func(r *rollout.Record, node string, c rollout.Clock) error {
+		return r.FinishNode(c, id, node, o)
 	})
 	if err != nil {
 		a.warn("FinishFailed", "node %s ended %s, but the record could not say so: %s; the node is resumed and its outcome written on the next change or resync",

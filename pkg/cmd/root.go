@@ -14,8 +14,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 	backupstore "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
@@ -106,6 +108,12 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 // with Go's exit 2, the usage code.
 func Run(streams genericiooptions.IOStreams, args []string) (err error) {
 	defer crash.Recover(func(p error) { err = p })
+	// client-go logs through klog by itself (a watch that failed, once a
+	// second while an API server is away): lines outside the plugin's own
+	// one-line messages, which scripts and log shippers parse. Every
+	// failure that matters comes back to the plugin as an error and is
+	// reported in its own words, once, so klog's lines are dropped.
+	klog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

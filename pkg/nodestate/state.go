@@ -57,9 +57,28 @@ type State struct {
 	// CheckedAt is when the state was found, on the API server's clock
 	// (RFC 3339).
 	CheckedAt string `json:"checkedAt"`
+	// CertificateExpires is when the client certificate the agent
+	// authenticates with expires (RFC 3339): a certificate made with
+	// kubeadm kubeconfig user is renewed by nobody but its recipe. Empty
+	// for a token, which its issuer renews (a ServiceAccount's).
+	CertificateExpires string `json:"certificateExpires,omitempty"`
 	// Error says why the state could not be found, when it could not;
 	// InSync is then false and Differs empty.
 	Error string `json:"error,omitempty"`
+}
+
+// CertificateWarning is how long before its agent's certificate expires a
+// node is warned about: what `nodes` says, and what monitoring alerts on.
+const CertificateWarning = 30 * 24 * time.Hour
+
+// CertificateExpiry is when the agent's certificate expires; ok is false
+// when the state names none (or an unreadable time).
+func (s *State) CertificateExpiry() (t time.Time, ok bool) {
+	if s == nil || s.CertificateExpires == "" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, s.CertificateExpires)
+	return t, err == nil
 }
 
 // FromLease reads the node and the state an agent Lease carries. ok is false

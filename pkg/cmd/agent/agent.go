@@ -51,10 +51,13 @@ The agent holds the Lease kubeadmcfg-agent-NODE, renewed every
 --heartbeat-interval on the API server's clock, and publishes on it
 (annotation kubeadmcfg.io/node-state) whether the node runs what the live
 kubeadm-config renders to, which components differ, its last known good and
-the agent's version, whether or not a rollout runs. An agent that starts
-while its node's Lease is fresh (its predecessor was just killed) waits for
-it to go stale, up to six heartbeats; a second agent of a node whose first
-one goes on renewing it exits 4.
+the agent's version and when its client certificate expires, whether or not
+a rollout runs. An agent that starts while another holds its node's Lease
+(its predecessor was just killed) watches it, and takes it over once it has
+seen it unchanged for the Lease's duration; a second agent of a node whose
+first one goes on renewing it exits 4. An agent whose renewals have failed
+for half the Lease's duration starts no work and writes no record until one
+gets through again.
 
 A rollout record that cannot be read (edited by hand) is reported once per
 version of it, and the agent touches no node until it is fixed or deleted.
@@ -68,7 +71,10 @@ records the outcome, deletes its Lease and exits 0.
 
 It logs one line per event on stderr: the API server's time, info or
 warning, a reason (NodeStarted, NodeUpdated, NodeRolledBack, TryExpired,
-RecordDamaged, NodeState, ...) and a message.`
+RecordDamaged, NodeState, ...) and a message. A failure it tries again (a
+watch while the API server is away, a write the API refuses) is logged once
+per distinct message, and a refused write is retried with a backoff of up
+to 30s.`
 
 const agentExample = `  # Run this node's agent, as the systemd unit in hack/ does
   kubectl kubeadmcfg agent --kubeconfig /etc/kubernetes/kubeadmcfg-agent.conf
@@ -142,10 +148,16 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	config := engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{FieldManager: managed.By,
 		Validation: engine.ValidationWarn,
 		Backup:     &backup.Hook{Store: store, Keep: o.Backup.Keep, Server: c.Server, Reason: backup.ReasonBeforeRestore}})
+	// Published on the Lease, so that nodes can warn before the
+	// certificate runs out (a token's issuer renews it).
+	expires, _, err := c.CertificateExpiry()
+	if err != nil {
+		return err
+	}
 	o.config = nodeagent.Config{
 		Node: o.NodeFor(config, c.Server, c.Clock.Now), Record: record, Clock: c.Clock,
 		Wait: o.Wait, NoEtcdSnapshot: o.NoEtcdSnapshot,
-		Heartbeat: o.HeartbeatInterval, StopGrace: o.StopGrace, Version: version.Version, Log: o.logLine,
+		Heartbeat: o.HeartbeatInterval, StopGrace: o.StopGrace, Version: version.Version, CertificateExpires: expires, Log: o.logLine,
 	}
 	return nil
 }

@@ -1,11 +1,16 @@
 package cmdutil
 
 import (
+	"crypto/x509"
+	"encoding/pem"
+	"time"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -56,6 +61,8 @@ type Clients struct {
 	Server string
 	// Clock is the API server's time, read from its responses.
 	Clock *engine.ServerClock
+	// Config is the REST configuration the client was built from.
+	Config *rest.Config
 }
 
 // Clients builds the client without discovery: the plugin talks to known
@@ -80,5 +87,30 @@ func (f *ClusterFlags) Clients() (*Clients, error) {
 	if err != nil {
 		return nil, exitcode.Failuref("cannot build a client: %w", err)
 	}
-	return &Clients{Client: cs, Server: cfg.Host, Clock: clock}, nil
+	return &Clients{Client: cs, Server: cfg.Host, Clock: clock, Config: cfg}, nil
+}
+
+// CertificateExpiry is when the client certificate the clients
+// authenticate with expires; ok is false when they authenticate otherwise
+// (a token). A certificate that cannot be read is an error: the client
+// could not use it either.
+func (c *Clients) CertificateExpiry() (notAfter time.Time, ok bool, err error) {
+	data := c.Config.CertData
+	if len(data) == 0 && c.Config.CertFile != "" {
+		if data, err = input.ReadFile(c.Config.CertFile); err != nil {
+			return time.Time{}, false, exitcode.Failuref("cannot read the client certificate: %w", err)
+		}
+	}
+	if len(data) == 0 {
+		return time.Time{}, false, nil
+	}
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return time.Time{}, false, exitcode.Failuref("the client certificate is not PEM")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return time.Time{}, false, exitcode.Failuref("cannot parse the client certificate: %w", err)
+	}
+	return cert.NotAfter, true, nil
 }

@@ -156,6 +156,7 @@ func (o *Options) Run(ctx context.Context) error {
 		sync, why := a.SyncWith(v.LiveHash)
 		v.Nodes = append(v.Nodes, Row{Name: n, ControlPlane: slices.Contains(cps, n), Agent: a, InSync: sync, InSyncReason: why})
 	}
+	o.warnCertificates(v)
 	if !o.Print.Human() {
 		return o.Print.Print(o.Out, v)
 	}
@@ -164,6 +165,36 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	return printNodes(o.Out, v)
+}
+
+// warnCertificates warns on stderr of the agents whose certificates run
+// out soon (certificateWarnings).
+func (o *Options) warnCertificates(v *View) {
+	for _, w := range certificateWarnings(v, o.op.Now()) {
+		fmt.Fprintln(o.ErrOut, "warning: "+w)
+	}
+}
+
+// certificateWarnings says which agents' client certificates expire within
+// nodestate.CertificateWarning of now (the API server's time), or have:
+// nothing renews a certificate made with kubeadm kubeconfig user but its
+// recipe, and an agent whose certificate ran out can neither renew its
+// Lease nor take its node's turn.
+func certificateWarnings(v *View, now time.Time) []string {
+	var out []string
+	for _, r := range v.Nodes {
+		expires, ok := r.Agent.State.CertificateExpiry()
+		if !ok || expires.Sub(now) > nodestate.CertificateWarning {
+			continue
+		}
+		when := "expires in " + duration.HumanDuration(expires.Sub(now))
+		if !expires.After(now) {
+			when = "expired " + duration.HumanDuration(now.Sub(expires)) + " ago"
+		}
+		out = append(out, fmt.Sprintf("the client certificate of node %s's agent %s (%s): renew it, as docs/rollout.md says (\"Renewing the agent's credentials\")",
+			r.Name, when, expires.UTC().Format(time.RFC3339)))
+	}
+	return out
 }
 
 func printNodes(out io.Writer, v *View) error {

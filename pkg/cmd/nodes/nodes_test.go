@@ -54,3 +54,26 @@ func TestPrintNodes(t *testing.T) {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
 }
+
+// An agent's certificate is warned of 30 days before it runs out, and
+// after; a token (no certificate published) never is.
+func TestCertificateWarnings(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	agent := func(expires string) nodestate.Agent {
+		return nodestate.Agent{Liveness: nodestate.AgentAlive, State: &nodestate.State{CertificateExpires: expires}}
+	}
+	v := &View{Nodes: []Row{
+		{Name: "cp-0", Agent: agent("2027-12-02T12:00:00Z")},
+		{Name: "cp-1", Agent: agent("2026-12-14T12:00:00Z")},
+		{Name: "cp-2", Agent: agent("2026-11-29T12:00:00Z")},
+		{Name: "cp-3", Agent: agent("")},
+		{Name: "cp-4", Agent: nodestate.Agent{Liveness: nodestate.AgentNone}},
+	}}
+	want := []string{
+		`the client certificate of node cp-1's agent expires in 12d (2026-12-14T12:00:00Z): renew it, as docs/rollout.md says ("Renewing the agent's credentials")`,
+		`the client certificate of node cp-2's agent expired 3d ago (2026-11-29T12:00:00Z): renew it, as docs/rollout.md says ("Renewing the agent's credentials")`,
+	}
+	if diff := cmp.Diff(want, certificateWarnings(v, now)); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
