@@ -163,6 +163,9 @@ func (o *Options) Validate() error {
 // Run runs the agent until the command's context ends (SIGTERM, SIGINT).
 func (o *Options) Run(ctx context.Context) error {
 	o.config.Node = o.Node
+	if err := checkServer(ctx, o.config.Server, o.ManifestsDir, o.Node, o.config.Record.ControlPlaneNodes); err != nil {
+		return err
+	}
 	a, err := rollout.NewAgent(o.config)
 	if err != nil {
 		return err
