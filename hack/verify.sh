@@ -2,7 +2,8 @@
 # The checks a change must pass besides the tests: formatting, vet, lint,
 # tidy go.mod files, verb packages that import no sibling, current generated
 # code, a plugin that links no component packages, a krew manifest krew's own
-# validator accepts, and a command reference that matches the commands.
+# validator accepts, a command reference that matches the commands, and an
+# agent unit that systemd scores as sandboxed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -83,6 +84,20 @@ step "command reference is current"
 if ! diff -r "${tmp}/docs" docs/commands >/dev/null; then
 	echo "docs/commands is stale: run 'make docs'" >&2
 	diff -r "${tmp}/docs" docs/commands >&2 || true
+	exit 1
+fi
+
+# The agent's unit sandboxes it (ProtectSystem=strict, only what a turn
+# needs of /etc/kubernetes, no new privileges, ...): systemd's own score of
+# it must stay at most 2.0 ("OK"). --offline needs no running systemd.
+step "systemd-analyze security of the agent's unit"
+command -v systemd-analyze >/dev/null || {
+	echo "systemd-analyze (Debian's systemd package) is needed to score hack/kubeadmcfg-agent.service" >&2
+	exit 1
+}
+if ! systemd-analyze security --offline=yes --threshold=20 hack/kubeadmcfg-agent.service >"${tmp}/security" 2>&1; then
+	cat "${tmp}/security" >&2
+	echo "hack/kubeadmcfg-agent.service is more exposed than 2.0: harden it back" >&2
 	exit 1
 fi
 

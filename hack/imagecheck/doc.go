@@ -1,6 +1,9 @@
-// Package imagecheck holds the check of the agent's container image that
-// make dist writes (hack/tools/release/image): read with the standard
-// library alone, not with the library that wrote it, against the OCI image
-// layout and the DaemonSet that runs the image. It has no code of its own:
-// the check is a test, run by hack/dist.sh with KUBEADMCFG_IMAGE set.
+// Package imagecheck holds the checks of what operators deploy the agent
+// with, read with the standard library and the API types alone: the
+// container image that make dist writes (hack/tools/release/image), against
+// the OCI image layout and the DaemonSet that runs the image, run by
+// hack/dist.sh with KUBEADMCFG_IMAGE set; and the DaemonSet's and the
+// systemd unit's exposure of the host (what of /etc/kubernetes the agent
+// sees) and stop budgets, run with the unit tests. It has no code of its
+// own: the checks are tests.
 package imagecheck

@@ -46,6 +46,20 @@ type agentCluster struct {
 
 func startAgentCluster(t *testing.T) *agentCluster {
 	t.Helper()
+	c := startAgentNodes(t)
+	// The agents run with the rights hack/rbac.yaml gives the DaemonSet's
+	// ServiceAccount, and no more.
+	wantExit(t, runLong(t, time.Minute, "kubectl", "apply", "-f", "../../hack/rbac.yaml", "--kubeconfig", c.Kubeconfig), 0)
+	for _, name := range c.names() {
+		c.startAgent(t, name)
+	}
+	return c
+}
+
+// startAgentNodes starts the three nodes and follows the record, with no
+// agent yet and no rights given.
+func startAgentNodes(t *testing.T) *agentCluster {
+	t.Helper()
 	bins, err := testcluster.FindBinaries()
 	if err != nil {
 		t.Fatal(err)
@@ -87,12 +101,6 @@ func startAgentCluster(t *testing.T) *agentCluster {
 		}, nil)
 	}()
 	t.Cleanup(func() { stop(); <-done })
-	// The agents run with the rights hack/rbac.yaml gives the DaemonSet's
-	// ServiceAccount, and no more.
-	wantExit(t, runLong(t, time.Minute, "kubectl", "apply", "-f", "../../hack/rbac.yaml", "--kubeconfig", c.Kubeconfig), 0)
-	for _, name := range c.names() {
-		c.startAgent(t, name)
-	}
 	return c
 }
 
@@ -140,7 +148,14 @@ func (c *agentCluster) startAgent(t *testing.T, name string) *agentProcess {
 	n := c.node(t, name)
 	args := append([]string{"kubeadmcfg", "agent", "--heartbeat-interval", agentHeartbeat.String(), "--wait", "90s",
 		"--stop-grace", "20s", "--kubeconfig", c.Kubeconfig, "--as", agentIdentity}, n.flags()...)
-	p := &agentProcess{cmd: exec.Command("kubectl", args...), done: make(chan struct{})}
+	return c.runAgent(t, name, exec.Command("kubectl", args...))
+}
+
+// runAgent starts cmd, an agent of node name, and keeps it until the
+// whole test ends.
+func (c *agentCluster) runAgent(t *testing.T, name string, cmd *exec.Cmd) *agentProcess {
+	t.Helper()
+	p := &agentProcess{cmd: cmd, done: make(chan struct{})}
 	p.cmd.Stderr = &p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

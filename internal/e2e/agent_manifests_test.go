@@ -12,10 +12,12 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
 )
 
-// TestAgentManifests: the agent's DaemonSet and hack/rbac.yaml, as an
-// operator applies them, pass the API server's own checks (schema,
-// admission: the PriorityClass, the ServiceAccount's namespace) with
-// --dry-run=server; nothing is created.
+// TestAgentManifests: the agent's DaemonSet, hack/rbac.yaml,
+// hack/agent-policy.yaml (its CEL compiled by the API server) and a node's
+// hack/agent-node-rbac.yaml, as an operator applies them, pass the API
+// server's own checks (schema, admission: the PriorityClass, the
+// ServiceAccount's namespace) with --dry-run=server, and so does the
+// DaemonSet patched for an external etcd; nothing is created.
 func TestAgentManifests(t *testing.T) {
 	apply := func(files ...string) result {
 		t.Helper()
@@ -25,17 +27,41 @@ func TestAgentManifests(t *testing.T) {
 		}
 		return run(t, "kubectl", args...)
 	}
-	r := apply("../../hack/rbac.yaml", "../../hack/agent-daemonset.yaml")
+	nodeRBAC := filepath.Join(t.TempDir(), "agent-node-rbac.yaml")
+	if err := os.WriteFile(nodeRBAC, []byte(strings.ReplaceAll(readString(t, "../../hack/agent-node-rbac.yaml"), "@NODE@", "cp-0")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := apply("../../hack/rbac.yaml", "../../hack/agent-policy.yaml", nodeRBAC, "../../hack/agent-daemonset.yaml")
 	wantExit(t, r, 0)
 	for _, want := range []string{
 		"serviceaccount/kubeadmcfg-agent created (server dry run)",
 		"daemonset.apps/kubeadmcfg-agent created (server dry run)",
 		"role.rbac.authorization.k8s.io/kubeadmcfg-agent created (server dry run)",
 		"rolebinding.rbac.authorization.k8s.io/kubeadmcfg-agent created (server dry run)",
+		"role.rbac.authorization.k8s.io/kubeadmcfg-agent-leases created (server dry run)",
+		"role.rbac.authorization.k8s.io/kubeadmcfg-agent-cp-0 created (server dry run)",
+		"rolebinding.rbac.authorization.k8s.io/kubeadmcfg-agent-cp-0 created (server dry run)",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/kubeadmcfg-agent-own-lease created (server dry run)",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/kubeadmcfg-agent-own-lease created (server dry run)",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("kubectl apply did not say %q:\n%s", want, r)
 		}
+	}
+	// With an external etcd, as docs/rollout.md says to apply it: without
+	// the stacked etcd's files.
+	patched := run(t, "kubectl", "patch", "--local", "-f", "../../hack/agent-daemonset.yaml",
+		"--patch-file", "../../hack/agent-daemonset-external-etcd.yaml", "-o", "yaml")
+	wantExit(t, patched, 0)
+	if strings.Contains(patched.stdout, "pki/etcd") || !strings.Contains(patched.stdout, "/etc/kubernetes/manifests") {
+		t.Errorf("the external etcd patch leaves the etcd files, or more goes:\n%s", patched.stdout)
+	}
+	external := filepath.Join(t.TempDir(), "external.yaml")
+	if err := os.WriteFile(external, []byte(patched.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := apply(external); r.code != 0 || !strings.Contains(r.stdout, "daemonset.apps/kubeadmcfg-agent created (server dry run)") {
+		t.Errorf("the DaemonSet for an external etcd: %s", r)
 	}
 	// A manifest the server refuses fails the check: an unknown field.
 	bad := strings.Replace(readString(t, "../../hack/agent-daemonset.yaml"), "hostNetwork: true", "hostNetwork: true\n      hostNetwrok: true", 1)

@@ -65,6 +65,12 @@ As reconfigure, a node's turn does not change versions (a rollout that
 would fails on its first node, unchanged), and waits while the upgrade
 record (--state-configmap) says an upgrade is in progress.
 
+An agent of a control plane of several nodes whose kubeconfig names its own
+node's API server (its advertise address, its name, or loopback, on its
+bind port) refuses to start (exit 4): that server is down exactly when the
+agent must record its node's outcome. It must reach the API through the
+controlPlaneEndpoint, as the recipe in docs/rollout.md makes its kubeconfig.
+
 On SIGTERM or SIGINT the agent gives a turn in progress --stop-grace to
 finish, then interrupts it (it is rolled back, within --wait per component),
 records the outcome, deletes its Lease and exits 0.
@@ -175,6 +181,9 @@ func (o *Options) Validate() error {
 
 // Run runs the agent until the command's context ends (SIGTERM, SIGINT).
 func (o *Options) Run(ctx context.Context) error {
+	if err := checkServer(ctx, o.config.Server, o.ManifestsDir, o.Node, o.config.Record.ControlPlaneNodes); err != nil {
+		return err
+	}
 	a, err := nodeagent.New(o.config)
 	if err != nil {
 		return err
