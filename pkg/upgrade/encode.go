@@ -42,6 +42,9 @@ func Decode(annotations map[string]string) (rec *Record, ok bool, err error) {
 			return nil, true, exitcode.Invalidf("annotation %s is not a JSON list of runners: %w", KeyLostRunners, err)
 		}
 	}
+	if rec.Agents, err = decodeAgents(annotations); err != nil {
+		return nil, true, err
+	}
 	if v, stored := annotations[KeyPlan]; stored {
 		dec := json.NewDecoder(strings.NewReader(v))
 		dec.DisallowUnknownFields()
@@ -97,6 +100,12 @@ func (r *Record) Encode(annotations map[string]string) error {
 		delete(annotations, KeyLostRunners)
 	}
 	annotations[KeyPlan] = string(plan)
+	if r.Agents != nil {
+		agents, _ := json.Marshal(r.Agents)
+		annotations[KeyApply] = string(agents)
+	} else {
+		delete(annotations, KeyApply)
+	}
 	for {
 		history, _ := json.Marshal(nonNil(r.History))
 		annotations[KeyHistory] = string(history)

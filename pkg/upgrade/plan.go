@@ -66,8 +66,19 @@ type Step struct {
 	// upgrade-start into one step per control-plane node, in order, with
 	// {node} in its names replaced by the node's name.
 	ForEach string `json:"forEach,omitempty"`
-	// Node is the node an expanded step is for.
-	Node        string `json:"node,omitempty"`
+	// Node is the node an expanded step is for, and the node whose work a
+	// control-plane step is.
+	Node string `json:"node,omitempty"`
+	// NodeIndex makes a step that is not expanded the work of the
+	// control-plane node of that 1-based position (the seed system's first
+	// and second masters): Instantiate sets Node from it. An optional step
+	// past the last node has none, and is skipped.
+	NodeIndex int `json:"nodeIndex,omitempty"`
+	// Work is what the step is for the node agents, when upgrade-apply has
+	// them carry the upgrade out: WorkControlPlane (Node's kubeadm upgrade)
+	// or WorkKubelets (each node's kubelet, one at a time); "" is no node
+	// work (optional steps are skipped, the others recorded as passed).
+	Work        string `json:"work,omitempty"`
 	Description string `json:"description,omitempty"`
 }
 
@@ -178,6 +189,28 @@ func (p *Plan) IsTemplate() bool {
 		}
 	}
 	return false
+}
+
+// AssignNodes names, for the node agents, the node whose work each step
+// with a NodeIndex is: the control-plane node at that position of nodes. An
+// optional step past the last node stays without one (the agents skip it);
+// a step that is not optional is refused (exit 2). upgrade-apply calls it
+// on the instantiated plan.
+func (p *Plan) AssignNodes(nodes []string) error {
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		switch {
+		case s.NodeIndex == 0:
+		case s.NodeIndex <= len(nodes):
+			s.Node = nodes[s.NodeIndex-1]
+		case !s.Optional:
+			return exitcode.Usagef("step %s of plan %s is the work of control-plane node %d, and there are %d", s.Name, p.Name, s.NodeIndex, len(nodes))
+		}
+	}
+	if len(p.ControlPlaneNodes) == 0 {
+		p.ControlPlaneNodes = slices.Clone(nodes)
+	}
+	return nil
 }
 
 // Instantiate returns the plan an upgrade follows: every ForEach step

@@ -89,15 +89,36 @@ func (p *Plan) Validate() error {
 	if p.Abort != nil && p.Abort.Reaches == "" {
 		add("abort step %s must reach a state", p.Abort.Name)
 	}
+	kubelets := 0
 	for _, s := range p.allSteps() {
 		if s.ForEach != "" {
 			add("step %s is a template (forEach); instantiate the plan first", s.Name)
+		}
+		if s.NodeIndex < 0 || s.NodeIndex > 0 && s.Work != WorkControlPlane {
+			add("step %s: nodeIndex names the node whose %s work a step is: 1 or more, with work %s", s.Name, WorkControlPlane, WorkControlPlane)
+		}
+		switch s.Work {
+		case "":
+		case WorkControlPlane:
+			if s.Reaches == "" {
+				add("step %s is %s work and must reach a state", s.Name, s.Work)
+			}
+		case WorkKubelets:
+			kubelets++
+			if s.Reaches != "" || len(p.HostSteps) == 0 {
+				add("step %s is %s work: a phase whose work is done per host (no reaches), with host steps", s.Name, s.Work)
+			}
+		default:
+			add("step %s: work must be %s or %s, not %q", s.Name, WorkControlPlane, WorkKubelets, s.Work)
 		}
 		for _, a := range s.After {
 			if _, ok := g.nodes[a]; !ok {
 				add("step %s starts after %s, which is not a state of the plan", s.Name, a)
 			}
 		}
+	}
+	if kubelets > 1 {
+		add("%d steps are %s work; a plan has at most one", kubelets, WorkKubelets)
 	}
 	hosts := map[HostStatus]bool{}
 	for _, h := range p.HostSteps {

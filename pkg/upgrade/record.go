@@ -76,6 +76,10 @@ type Record struct {
 	// Plan is the plan the upgrade follows (the default plan for an upgrade
 	// recorded without one). It is stored, but printed apart.
 	Plan *Plan `json:"-"`
+	// Agents is set when the node agents carry the upgrade out
+	// (upgrade-apply), with where each node is; nil for an upgrade driven
+	// by hand.
+	Agents *Agents `json:"agents,omitempty"`
 }
 
 // Clock is who acts and when; operations stamp transitions with it. Now
