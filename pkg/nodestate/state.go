@@ -57,6 +57,13 @@ type State struct {
 	// CheckedAt is when the state was found, on the API server's clock
 	// (RFC 3339).
 	CheckedAt string `json:"checkedAt"`
+	// KubeadmVersions are the Kubernetes versions whose kubeadm the agent
+	// finds on its node (its --kubeadm-template with {version} matched),
+	// sorted: an upgrade's preflight refuses a target missing on a node.
+	KubeadmVersions []string `json:"kubeadmVersions,omitempty"`
+	// Etcd is the health of the node's local etcd member, as the agent
+	// last checked it; nil on a node without a local member.
+	Etcd *EtcdHealth `json:"etcd,omitempty"`
 	// CertificateExpires is when the client certificate the agent
 	// authenticates with expires (RFC 3339): a certificate made with
 	// kubeadm kubeconfig user is renewed by nobody but its recipe. Empty
@@ -65,6 +72,17 @@ type State struct {
 	// Error says why the state could not be found, when it could not;
 	// InSync is then false and Differs empty.
 	Error string `json:"error,omitempty"`
+}
+
+// EtcdHealth is what the agent last found of its node's etcd member.
+type EtcdHealth struct {
+	// Member names the member (name and ID), as etcd reports it.
+	Member string `json:"member,omitempty"`
+	// Healthy is true when the member answered and its cluster passed
+	// the checks a change of it would need (every member healthy, no
+	// alarm); Error says why not.
+	Healthy bool   `json:"healthy"`
+	Error   string `json:"error,omitempty"`
 }
 
 // CertificateWarning is how long before its agent's certificate expires a
