@@ -85,10 +85,16 @@
 //
 //	go run ./hack/localcluster up --dir _output/demo
 //	go run ./hack/localcluster down --dir _output/demo
+//
+// up's DIR must be new, empty, or an earlier up's (it holds the marker
+// .localcluster-up, which up writes first): up stops the processes an
+// earlier up left there and empties it. Any other DIR is refused with exit
+// 2 and one line, and left as it was.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -122,10 +128,37 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if os.Args[1] == "up" {
+		if err := prepareUpDir(abs); err != nil {
+			fmt.Fprintf(os.Stderr, "localcluster: %v\n", err)
+			os.Exit(exitUsage)
+		}
+	}
 	if err := upDown(os.Args[1], abs); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
+}
+
+// upMarker is the file up writes into DIR first: only a directory that
+// holds it, or an empty one, is one up may empty, and whose pid files name
+// processes up may stop.
+const upMarker = ".localcluster-up"
+
+// prepareUpDir refuses a DIR that is neither new, nor empty, nor an
+// earlier up's.
+func prepareUpDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--dir %s: %w", dir, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, upMarker)); err != nil {
+		return fmt.Errorf("--dir %s is not empty and holds no earlier up (no %s): give a new or empty directory", dir, upMarker)
+	}
+	return nil
 }
 
 // upDown starts (up) or stops (down) the demo's single-node control plane.
@@ -141,6 +174,12 @@ func upDown(verb, dir string) error {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, upMarker), []byte("written by localcluster up, which empties this directory when it starts again\n"), 0o600); err != nil {
 		return err
 	}
 	bins, err := testcluster.FindBinaries()
