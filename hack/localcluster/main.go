@@ -59,9 +59,53 @@
 //	                         certificate and CA are in
 //	                         $LOCALCLUSTER_<I>_DIR/etc/kubernetes/pki/etcd
 //	                         (healthcheck-client.crt, .key, ca.crt)
+//	LOCALCLUSTER_KUBERNETES_VERSION  the control plane's version as it
+//	                         started (--kubernetes-version)
+//	LOCALCLUSTER_<I>_KUBEADM_TEMPLATE  node I's kubeadm of each release the
+//	                         harness built, {version} standing for the
+//	                         version (v1.37.2):
+//	                         $LOCALCLUSTER_<I>_DIR/usr/local/kubernetes/{version}/bin/kubeadm,
+//	                         where a package would install it on a real
+//	                         node; give it to the agent as --kubeadm-template.
+//	                         It runs that kubeadm with --rootfs
+//	                         $LOCALCLUSTER_<I>_DIR, so that `kubeadm upgrade`
+//	                         upgrades node I; an argument naming a path under
+//	                         $LOCALCLUSTER_<I>_DIR is passed as the same path
+//	                         inside it
+//	LOCALCLUSTER_<I>_KUBELET_RESTART  node I's kubelet restart command: it
+//	                         installs kubelet $KUBEADMCFG_KUBELET_VERSION (a
+//	                         release the harness built) and restarts it, and
+//	                         returns once it restarted; node I then reports
+//	                         that version (status.nodeInfo.kubeletVersion)
+//	                         and serves /healthz as its config.yaml says
+//	LOCALCLUSTER_<I>_KUBELET_HEALTHZ  node I's kubelet /healthz,
+//	                         http://127.0.0.1:(10248+10I)/healthz, as
+//	                         $LOCALCLUSTER_<I>_DIR/var/lib/kubelet/config.yaml
+//	                         says (healthzBindAddress, healthzPort)
+//	LOCALCLUSTER_<I>_FAULTS  node I's fault files, which a test creates and
+//	                         removes: while kubelet-config exists there, node
+//	                         I's `kubeadm upgrade apply|node phase
+//	                         kubelet-config` fails (exit 1, the file's
+//	                         content on stderr) after kubeadm wrote the new
+//	                         /var/lib/kubelet/config.yaml, and a whole
+//	                         `kubeadm upgrade apply|node` is refused; while
+//	                         kubelet-restart exists, the kubelet restart
+//	                         command exits 1 with the file's content on
+//	                         stderr, installing and restarting nothing
 //
 // for each node I from 0 to N-1. Variables of those names that run itself
 // got are not passed on.
+//
+// With --kubernetes-version the control plane starts at another release
+// the harness built (make testbin builds the current one, the default, and
+// the one before, v1.36.3): that release's kubeadm sets the nodes up and
+// its binaries run. Each node's static Pod runner runs a manifest's
+// component with the binary of the manifest's image (kube-apiserver:v1.37.2
+// is kube-apiserver 1.37.2; an image it has no binary for leaves the Pod
+// Pending, as ErrImagePull), so a `kubeadm upgrade` that rewrites the
+// manifests moves the node to the new binaries. Each node's root holds what
+// kubeadm reads on a node (internal/testcluster/noderoot.go): the kubelet's
+// files, a container runtime's CRI socket (served by nodebox), a static cp.
 //
 // When CMD exits, run stops the processes CMD left behind (SIGTERM, SIGKILL
 // 2s later), then the cluster, and exits with CMD's exit code, or 128 plus
@@ -104,7 +148,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
 )
 
-const usage = `usage: localcluster run [--nodes N] [--etcd stacked|external] [--dir DIR] -- CMD [ARGS...]   (run --help tells more)
+const usage = `usage: localcluster run [--nodes N] [--etcd stacked|external] [--kubernetes-version V] [--dir DIR] -- CMD [ARGS...]   (run --help tells more)
        localcluster up|down [--dir DIR]`
 
 func main() {
