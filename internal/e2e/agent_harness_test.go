@@ -60,6 +60,13 @@ func startAgentCluster(t *testing.T) *agentCluster {
 // agent yet and no rights given.
 func startAgentNodes(t *testing.T) *agentCluster {
 	t.Helper()
+	return startAgentNodesWith(t, testcluster.LocalOptions{Nodes: 3})
+}
+
+// startAgentNodesWith is startAgentNodes with other nodes (a stacked etcd,
+// another release).
+func startAgentNodesWith(t *testing.T, opts testcluster.LocalOptions) *agentCluster {
+	t.Helper()
 	bins, err := testcluster.FindBinaries()
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +75,8 @@ func startAgentNodes(t *testing.T) *agentCluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	start := time.Now()
-	nodes, err := testcluster.StartLocal(ctx, bins, testcluster.LocalOptions{Nodes: 3, Dir: filepath.Join(dir, "cluster"), Log: t.Logf})
+	opts.Dir, opts.Log = filepath.Join(dir, "cluster"), t.Logf
+	nodes, err := testcluster.StartLocal(ctx, bins, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

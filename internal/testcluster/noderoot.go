@@ -230,7 +230,10 @@ func (c kubeletConfig) healthzURL() string {
 // files it hands kubeadm (an UpgradeConfiguration for --config) are under
 // the node's directories; any other path is one kubeadm looks for inside
 // the root. kubeadm's environment is the caller's but for PATH, which is a
-// node's standard one (inside the root, where only cp is). Its exit code
+// node's standard one (inside the root, where only cp is), and
+// KUBEADM_INIT_DRYRUN_DIR, where a render writes its manifests, passed as
+// the path inside the root when it is under it (an agent whose TMPDIR is
+// the root's /tmp renders with the node's kubeadm of its release). Its exit code
 // is kubeadm's, but for the FaultKubeletConfig knob.
 func kubeadmWrapper(node *Node, r Release) string {
 	return fmt.Sprintf(`#!/bin/sh
@@ -260,6 +263,9 @@ while [ "$n" -gt 0 ]; do
 	set -- "$@" "$a"
 done
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+case "${KUBEADM_INIT_DRYRUN_DIR:-}" in
+"$root"/*) export KUBEADM_INIT_DRYRUN_DIR="${KUBEADM_INIT_DRYRUN_DIR#"$root"}" ;;
+esac
 if [ -e "$fault" ]; then
 	if [ "$phase" = 0 ]; then
 		echo "error: the harness's fault $fault is set: it fails only 'kubeadm upgrade apply|node phase kubelet-config', not a whole upgrade" >&2
