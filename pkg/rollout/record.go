@@ -19,12 +19,11 @@
 package rollout
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
@@ -215,12 +214,10 @@ type Clock struct {
 func (c Clock) now() time.Time { return c.Now.UTC().Truncate(time.Second) }
 
 // Hash is how the record names a document: "sha256:" and the hex sha256 of
-// its bytes. Agents compare it with the live document's to tell whether
-// kubeadm-config still holds a rollout's target.
-func Hash(doc []byte) string {
-	sum := sha256.Sum256(doc)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+// its bytes (clusterconfig.Hash, with which the engine also stamps
+// kubeadm-config). Agents compare it with the live document's to tell
+// whether kubeadm-config still holds a rollout's target.
+func Hash(doc []byte) string { return clusterconfig.Hash(doc) }
 
 // Active reports whether the rollout still runs or waits: no other may
 // start while it does.
