@@ -76,6 +76,15 @@ func (w *world) operator(t *testing.T) (*Rollouts, *fake.Clientset) {
 		ev.Name = fmt.Sprintf("%s%d", ev.GenerateName, n)
 		return false, nil, nil
 	})
+	// Nor does it count resourceVersions: kubeadm-config's go on from 900.
+	rv := 900
+	cs.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if cm := a.(k8stesting.UpdateAction).GetObject().(*corev1.ConfigMap); cm.Name == "kubeadm-config" {
+			rv++
+			cm.ResourceVersion = fmt.Sprint(rv)
+		}
+		return false, nil, nil
+	})
 	return &Rollouts{
 		Record: engine.New(cs, engine.Target{Namespace: ns, Name: rollout.DefaultConfigMap}, engine.Options{CreateIfMissing: true}),
 		Config: engine.New(cs, engine.Target{Namespace: ns, Name: "kubeadm-config", Key: engine.DefaultKey}, engine.Options{Validation: engine.ValidationIgnore}),
@@ -278,7 +287,7 @@ func TestUndoFinishesAnUndoThatDidNotPutTheDocumentBack(t *testing.T) {
 	ctx := context.Background()
 	o, cs := healthy(rollouttest.Nodes...).operator(t)
 	r := failedAtFirstNode(t)
-	if err := r.Undo(rollouttest.By("bob", 20)); err != nil {
+	if err := r.Undo(rollouttest.By("bob", 20), false); err != nil {
 		t.Fatal(err)
 	}
 	storeRecord(t, cs, r)

@@ -51,6 +51,16 @@ func (s *Status) check() error {
 	} else if s.Try != nil {
 		add("a rollout on trial needs a previous document to revert to")
 	}
+	if u := s.Untracked; u != nil {
+		switch {
+		case s.Kind != KindRollout || s.Previous == nil:
+			add("untracked needs a rollout of kind %s with a previous document", KindRollout)
+		case s.Try != nil:
+			add("a rollout on trial needs its previous document known exactly, not untracked writes")
+		case len(u.Fields) > MaxUntrackedFields || u.FieldsOmitted < 0:
+			add("untracked lists %d fields (and %d omitted), at most %d", len(u.Fields), u.FieldsOmitted, MaxUntrackedFields)
+		}
+	}
 	if s.Try != nil && (s.Kind != KindRollout || s.Try.Duration.Duration <= 0) {
 		add("try needs a rollout of kind %s and a positive duration", KindRollout)
 	}

@@ -35,7 +35,7 @@ func TestEnded(t *testing.T) {
 	turn(t, paused, 10, "cp-0", NodeUpdated)
 	undone := started(t, spec(func(s *Spec) { s.Canary = 1 }))
 	turn(t, undone, 10, "cp-0", NodeUpdated)
-	if err := undone.Undo(by("bob", 20)); err != nil {
+	if err := undone.Undo(by("bob", 20), false); err != nil {
 		t.Fatal(err)
 	}
 	gone := &Record{Status: later.Status}

@@ -81,10 +81,16 @@ func (p *property) step() (string, error) {
 		name = "start"
 		s := Spec{Target: [][]byte{docV1, docV2, docV3}[p.rng.IntN(3)], Nodes: p.order(), Try: time.Duration(p.rng.IntN(2)) * 5 * time.Second}
 		s.Canary = p.rng.IntN(len(s.Nodes) + 1)
-		if p.rng.IntN(2) == 0 {
+		switch p.rng.IntN(3) {
+		case 0:
 			s.Previous = docV1
+		case 1: // kubeadm-config says what the target replaced, or is wrong
+			s.Replaced = Hash([][]byte{docV1, docV2, docV3}[p.rng.IntN(3)])
 		}
 		err = r.Start(c, s)
+		if err == nil && r.Status.Try != nil && r.Status.Untracked != nil {
+			t.Errorf("a rollout on trial with untracked writes: %+v", r.Status.Untracked)
+		}
 	case 1, 2:
 		name = "begin turn"
 		if turnBefore == "" {
@@ -120,7 +126,12 @@ func (p *property) step() (string, error) {
 			changed, err = r.ExpireTry(c)
 		} else {
 			name = "undo"
-			err = r.Undo(c)
+			force := p.rng.IntN(2) == 0
+			untracked := r.Status != nil && r.Status.Untracked != nil
+			err = r.Undo(c, force)
+			if err == nil && untracked && !force {
+				t.Errorf("an undo of a rollout with untracked writes went ahead unforced")
+			}
 		}
 	case 11:
 		name = "restored"

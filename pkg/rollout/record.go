@@ -162,6 +162,11 @@ type Status struct {
 	Phase    Phase `json:"phase"`
 	Target   Ref   `json:"target"`
 	Previous *Ref  `json:"previous,omitempty"`
+	// Untracked is set when Previous is not exactly the document Target
+	// replaced: the last good target, with kubeadm-config written outside
+	// rollouts since. Taking the rollout back would drop those writes too,
+	// so an undo is refused unless forced, and no try is allowed.
+	Untracked *Untracked `json:"untracked,omitempty"`
 	// Order is the order the nodes go in; Nodes lists them in it.
 	Order  []string `json:"order"`
 	Canary int      `json:"canary,omitempty"`
@@ -176,6 +181,24 @@ type Status struct {
 	Message          string    `json:"message,omitempty"`
 	Nodes            []Node    `json:"nodes"`
 }
+
+// Untracked is what lies between a rollout's previous document and its
+// target that no rollout carried: kubeadm-config's writes from the
+// previous document's resourceVersion to the target's (a plain patch, a
+// kubectl edit, a --rollout write whose rollout did not start), and the
+// fields going back to the previous document changes.
+type Untracked struct {
+	FromResourceVersion string `json:"fromResourceVersion,omitempty"`
+	ToResourceVersion   string `json:"toResourceVersion,omitempty"`
+	// Fields are the fields that differ between the previous document and
+	// the target (clusterconfig.Diff), at most MaxUntrackedFields of them;
+	// FieldsOmitted counts the others. None when a document does not parse.
+	Fields        []string `json:"fields,omitempty"`
+	FieldsOmitted int      `json:"fieldsOmitted,omitempty"`
+}
+
+// MaxUntrackedFields bounds the fields an Untracked lists.
+const MaxUntrackedFields = 20
 
 // HistoryEntry is one finished rollout, data.history of the record.
 type HistoryEntry struct {

@@ -149,11 +149,16 @@ func NewOperator(c *Clients, cluster *ClusterFlags, retry *RetryFlags, config *e
 // with it, as the cobra layer does for every domain error.
 func RolloutHint(err error) error {
 	var notTarget *operator.NotTargetError
+	var drop *rollout.DropError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &notTarget):
 		return exitcode.WithHint(err, "use --force to put the previous document back anyway")
+	case errors.As(err, &drop) && drop.ID == 0:
+		return exitcode.WithHint(err, "carry it with a plain 'kubectl kubeadmcfg rollout start' (no --try), then try the next change with 'kubectl kubeadmcfg patch --rollout --try'")
+	case errors.As(err, &drop):
+		return exitcode.WithHint(err, "use --force to go back anyway, dropping those writes")
 	case errors.Is(err, rollout.ErrStoppedWaiting):
 		return exitcode.WithHint(err, "follow it with 'kubectl kubeadmcfg rollout status -w'")
 	}

@@ -149,6 +149,9 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 		}
 		notes = append(notes, note)
 	}
+	if u := s.Untracked; u != nil && s.Previous != nil {
+		notes = append(notes, "previous document not known exactly: "+u.Drops(*s.Previous))
+	}
 	if s.Message != "" {
 		notes = append(notes, s.Message)
 	}

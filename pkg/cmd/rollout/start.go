@@ -25,11 +25,24 @@ agent alive (its Lease renewed within --stale-after, on the API server's
 clock). Every node that is not is named. Of two starts at once, exactly one
 wins; the other exits 4 naming it.
 
+The nodes' previous document, what 'rollout undo' and an expired --try go
+back to, is the one the live document replaced: every write the plugin
+makes of kubeadm-config stamps what it replaced. When that is not the last
+rollout's target (kubeadm-config was written since by a plain patch, by
+kubectl, by a --rollout write whose rollout did not start), going back to
+that target would drop those writes too: the rollout starts with a warning
+that names them, and its undo is refused without --force.
+
 --canary N pauses the rollout by itself after N nodes are done, until
 'rollout resume'. --try DURATION puts it on trial: once its last node is
 done, unless 'rollout confirm' comes within DURATION, the agents put every
-node and kubeadm-config back, without this command (a trial needs a
-previous document to go back to: the last successful rollout's).
+node and kubeadm-config back, without this command. A trial needs its
+previous document known exactly, so that its revert drops nothing but the
+tried change: it is refused (exit 4, naming the writes it would drop) when
+there is none, or when kubeadm-config was written since the last rollout
+by another than the live document's write; carry the live document with a
+plain 'rollout start', then try the next change with 'patch --rollout
+--try'.
 
 --wait follows the rollout until every node runs the document (with --try:
 until the last node is done) or it stops, and exits 0 (every node runs it),
@@ -102,7 +115,7 @@ func (o *StartOptions) Run(ctx context.Context) error {
 	spec.Message = o.Message
 	ch, err := o.op.Start(ctx, spec)
 	if err != nil {
-		return err
+		return cmdutil.RolloutHint(err)
 	}
 	return o.follow(ctx, ch, fmt.Sprintln(cmdutil.StartedLine(ch.Status)), o.Rollout.Wait)
 }
