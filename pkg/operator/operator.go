@@ -18,7 +18,6 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -44,8 +43,9 @@ type Rollouts struct {
 	Now func() time.Time
 	// By names who acts, as the record and its history show it.
 	By string
-	// StaleAfter is how long an agent's Lease may go unrenewed before the
-	// agent is taken for lost (nodestate.DefaultStaleAfter when zero).
+	// StaleAfter, when positive, is how long every agent's Lease may go
+	// unrenewed before the agent is taken for lost; zero judges each Lease
+	// by its own duration (nodestate.StaleAfter).
 	StaleAfter time.Duration
 }
 
@@ -71,13 +71,6 @@ func (o *Rollouts) now() time.Time {
 }
 
 func (o *Rollouts) clock() rollout.Clock { return rollout.Clock{Now: o.now(), By: o.By} }
-
-func (o *Rollouts) staleAfter() time.Duration {
-	if o.StaleAfter <= 0 {
-		return nodestate.DefaultStaleAfter
-	}
-	return o.StaleAfter
-}
 
 // recordName is the record as messages name it.
 func (o *Rollouts) recordName() string {

@@ -65,6 +65,15 @@ func (w *world) node(name string, ready, agent bool, renewed time.Time) {
 	}
 }
 
+// leaseDuration sets the leaseDurationSeconds of node's agent Lease.
+func (w *world) leaseDuration(node string, seconds int32) {
+	for _, obj := range w.objects {
+		if l, ok := obj.(*coordinationv1.Lease); ok && l.Name == nodestate.LeaseName(node) {
+			l.Spec.LeaseDurationSeconds = &seconds
+		}
+	}
+}
+
 func (w *world) operator(t *testing.T) (*Rollouts, *fake.Clientset) {
 	t.Helper()
 	cs := fake.NewClientset(w.objects...)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
@@ -41,7 +40,7 @@ type RolloutFlags struct {
 
 // NewRolloutFlags returns the defaults.
 func NewRolloutFlags() *RolloutFlags {
-	return &RolloutFlags{StaleAfter: nodestate.DefaultStaleAfter}
+	return &RolloutFlags{}
 }
 
 // AddFlags binds the flags; withRollout adds --rollout, for a verb that
@@ -58,7 +57,7 @@ func (f *RolloutFlags) AddFlags(cmd *cobra.Command, withRollout bool) {
 	fs.IntVar(&f.Canary, "canary", f.Canary, prefix+"Pause the rollout by itself after this many nodes are done, until 'rollout resume' (0: never)")
 	fs.DurationVar(&f.Try, "try", f.Try, prefix+"Put the rollout on trial: unless confirmed with 'rollout confirm' within this time after its last node is done, the agents put every node and the document back (0: no trial)")
 	fs.BoolVar(&f.Wait, "wait", f.Wait, prefix+"Wait until every node runs the document or the rollout stops; the exit code says how it ended (0, 8, 9, 4, 7)")
-	fs.DurationVar(&f.StaleAfter, "stale-after", f.StaleAfter, prefix+"Take an agent whose Lease went unrenewed for longer than this for lost (the preflight refuses it)")
+	fs.DurationVar(&f.StaleAfter, "stale-after", f.StaleAfter, prefix+StaleAfterHelp+" (the preflight refuses a lost agent)")
 }
 
 // Complete records which flags were given.
@@ -106,8 +105,18 @@ func (f *RolloutFlags) Validate() error {
 	if f.Try > 0 && f.Try < time.Second {
 		return exitcode.Usagef("--try must be at least 1s, not %s", f.Try)
 	}
-	if f.StaleAfter < time.Second {
-		return exitcode.Usagef("--stale-after must be at least 1s, not %s", f.StaleAfter)
+	return ValidateStaleAfter(f.StaleAfter)
+}
+
+// StaleAfterHelp is the help of --stale-after, the same in every verb
+// that judges agents.
+const StaleAfterHelp = "Take an agent whose Lease went unrenewed for longer than this for lost; 0: each Lease's own duration (three of its agent's heartbeats)"
+
+// ValidateStaleAfter checks a --stale-after value, with the same message
+// in every verb.
+func ValidateStaleAfter(d time.Duration) error {
+	if d != 0 && d < time.Second {
+		return exitcode.Usagef("--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not %s", d)
 	}
 	return nil
 }

@@ -38,7 +38,8 @@ func TestRolloutFlagsValidate(t *testing.T) {
 		{"canary of every node", start("--nodes", "cp-0,cp-1", "--canary", "2"), "--canary must be fewer than the 2 nodes of --nodes, not 2"},
 		{"negative try", start("--try", "-1s"), "--try must not be negative, not -1s"},
 		{"try too short", start("--try", "10ms"), "--try must be at least 1s, not 10ms"},
-		{"stale-after", start("--stale-after", "0s"), "--stale-after must be at least 1s, not 0s"},
+		{"stale-after", start("--stale-after", "10ms"), "--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not 10ms"},
+		{"stale-after of each Lease", start("--stale-after", "0s"), ""},
 	})
 }
 

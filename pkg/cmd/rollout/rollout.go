@@ -14,7 +14,6 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 )
 
@@ -98,7 +97,7 @@ type Flags struct {
 // NewFlags returns the defaults.
 func NewFlags(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Flags {
 	return &Flags{Cluster: cluster, Retry: cmdutil.NewRetryFlags(), Print: cmdutil.NewPrintFlags(),
-		StaleAfter: nodestate.DefaultStaleAfter, IOStreams: streams}
+		IOStreams: streams}
 }
 
 // addFlags binds the flags of a sub-verb that writes the record: --timeout,
@@ -113,7 +112,7 @@ func (f *Flags) addFlags(cmd *cobra.Command) {
 
 // addStaleAfter binds --stale-after, for the sub-verbs that judge agents.
 func (f *Flags) addStaleAfter(cmd *cobra.Command) {
-	cmd.Flags().DurationVar(&f.StaleAfter, "stale-after", f.StaleAfter, "Take an agent whose Lease went unrenewed for longer than this for lost")
+	cmd.Flags().DurationVar(&f.StaleAfter, "stale-after", f.StaleAfter, cmdutil.StaleAfterHelp)
 }
 
 // complete builds the operator, with config as kubeadm-config's engine
@@ -139,8 +138,8 @@ func (f *Flags) complete(config func(c *cmdutil.Clients) *engine.Engine) error {
 
 // validate checks the shared flags.
 func (f *Flags) validate() error {
-	if f.StaleAfter < time.Second {
-		return exitcode.Usagef("--stale-after must be at least 1s, not %s", f.StaleAfter)
+	if err := cmdutil.ValidateStaleAfter(f.StaleAfter); err != nil {
+		return err
 	}
 	return f.Retry.Validate()
 }
