@@ -47,6 +47,13 @@ type Rollouts struct {
 	// unrenewed before the agent is taken for lost; zero judges each Lease
 	// by its own duration (nodestate.StaleAfter).
 	StaleAfter time.Duration
+	// PreflightWait bounds how long a preflight waits for a control-plane
+	// node's components to be Ready (DefaultPreflightWait when zero); the
+	// context bounds it too.
+	PreflightWait time.Duration
+	// Progress, when set, is told in one line what a wait waits for (the
+	// preflight's, abandon's).
+	Progress func(line string)
 }
 
 // Change is what an operation did to the record.

@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -126,15 +127,40 @@ func (f *RolloutFlags) Spec() rollout.Spec {
 	return rollout.Spec{Nodes: slices.Clone(f.Nodes), Canary: f.Canary, Try: f.Try}
 }
 
-// Budget is the bound of a command that may wait for a rollout: timeout,
-// unless it waits and --timeout was not given, in which case nothing
-// bounds the whole command (0), as kubectl rollout status; each read and
-// write in it is still bounded by timeout.
+// Budget is the bound of a command that may start a rollout and wait for
+// it: timeout when --timeout was given (the preflight's wait for nodes not
+// Ready yet included); without it, nothing bounds a command that waits for
+// the rollout (0), as kubectl rollout status, and one that does not is
+// bounded by timeout plus the preflight's own bound. Each read and write
+// in it is still bounded by timeout.
 func (f *RolloutFlags) Budget(timeout time.Duration) time.Duration {
-	if f.Enabled() && f.Wait && !f.timeoutGiven {
+	switch {
+	case !f.Enabled() || f.timeoutGiven:
+		return timeout
+	case f.Wait:
 		return 0
 	}
-	return timeout
+	return timeout + operator.DefaultPreflightWait
+}
+
+// Operator is what the flags decide of the operator that starts the
+// rollout: how agents are judged, how long the preflight waits for nodes
+// not Ready yet (--timeout when given, else operator.DefaultPreflightWait),
+// and where it says what it waits for.
+func (f *RolloutFlags) Operator(timeout time.Duration, progress io.Writer) OperatorOptions {
+	o := OperatorOptions{StaleAfter: f.StaleAfter, Progress: progress}
+	if f.timeoutGiven {
+		o.PreflightWait = timeout
+	}
+	return o
+}
+
+// OperatorOptions are how an operator judges agents and waits: see
+// operator.Rollouts. Progress, when set, gets one line for each thing a
+// wait starts waiting for.
+type OperatorOptions struct {
+	StaleAfter, PreflightWait time.Duration
+	Progress                  io.Writer
 }
 
 // NewOperator assembles the rollout operator: the record's engine in the
@@ -142,16 +168,21 @@ func (f *RolloutFlags) Budget(timeout time.Duration) time.Duration {
 // and agents rarely contend and the queue's Leases would need rights of
 // their own), kubeadm-config's engine config, the API server's clock, and
 // --identity as who acts.
-func NewOperator(c *Clients, cluster *ClusterFlags, retry *RetryFlags, config *engine.Engine, staleAfter time.Duration) *operator.Rollouts {
+func NewOperator(c *Clients, cluster *ClusterFlags, retry *RetryFlags, config *engine.Engine, o OperatorOptions) *operator.Rollouts {
 	opts := retry.EngineOptions()
 	opts.Queue, opts.CreateIfMissing = nil, true
-	return &operator.Rollouts{
-		Record:     engine.New(c.Client, engine.Target{Namespace: cluster.Namespace(), Name: rollout.DefaultConfigMap}, opts),
-		Config:     config,
-		Now:        c.Clock.Now,
-		By:         retry.Identity,
-		StaleAfter: staleAfter,
+	op := &operator.Rollouts{
+		Record:        engine.New(c.Client, engine.Target{Namespace: cluster.Namespace(), Name: rollout.DefaultConfigMap}, opts),
+		Config:        config,
+		Now:           c.Clock.Now,
+		By:            retry.Identity,
+		StaleAfter:    o.StaleAfter,
+		PreflightWait: o.PreflightWait,
 	}
+	if w := o.Progress; w != nil {
+		op.Progress = func(line string) { fmt.Fprintln(w, line) }
+	}
+	return op
 }
 
 // RolloutHint adds to a rollout error the flag or the command that deals

@@ -118,7 +118,7 @@ func (o *Options) Complete(*cobra.Command, []string) error {
 		return err
 	}
 	config := engine.New(c.Client, o.Cluster.Target(engine.DefaultKey), o.Retry.EngineOptions())
-	o.op = cmdutil.NewOperator(c, o.Cluster, o.Retry, config, o.StaleAfter)
+	o.op = cmdutil.NewOperator(c, o.Cluster, o.Retry, config, cmdutil.OperatorOptions{StaleAfter: o.StaleAfter})
 	return nil
 }
 

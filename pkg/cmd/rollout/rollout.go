@@ -90,7 +90,9 @@ type Flags struct {
 	Print      *cmdutil.PrintFlags
 	StaleAfter time.Duration
 
-	op *operator.Rollouts
+	// preflightWait bounds a start's preflight (see cmdutil.RolloutFlags).
+	preflightWait time.Duration
+	op            *operator.Rollouts
 	genericiooptions.IOStreams
 }
 
@@ -132,7 +134,8 @@ func (f *Flags) complete(config func(c *cmdutil.Clients) *engine.Engine) error {
 	} else {
 		cfg = engine.New(c.Client, f.Cluster.Target(engine.DefaultKey), f.Retry.EngineOptions())
 	}
-	f.op = cmdutil.NewOperator(c, f.Cluster, f.Retry, cfg, f.StaleAfter)
+	f.op = cmdutil.NewOperator(c, f.Cluster, f.Retry, cfg, cmdutil.OperatorOptions{StaleAfter: f.StaleAfter,
+		PreflightWait: f.preflightWait, Progress: f.Print.Progress(f.ErrOut)})
 	return nil
 }
 
