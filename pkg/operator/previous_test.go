@@ -86,7 +86,7 @@ func TestUndoDoesNotDropAPlainPatch(t *testing.T) {
 	if one.Phase != rollout.Succeeded {
 		t.Fatalf("rollout 1 is %s", one.Phase)
 	}
-	patch(t, o, "apiServer.extraArgs.audit-log-maxage", "7")              // B
+	patch(t, o, "apiServer.extraArgs.audit-log-maxage", "7")           // B
 	rvC := patch(t, o, "apiServer.extraArgs.audit-log-maxbackup", "3") // C
 	doc, _ := o.Config.Document(ctx)
 	docC := doc
