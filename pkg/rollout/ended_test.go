@@ -85,6 +85,17 @@ func TestRollbackFailedWords(t *testing.T) {
 	if strings.Contains(r.History[0].Message, rollbackFailedWords) {
 		t.Fatalf("%q contains %q", r.History[0].Message, rollbackFailedWords)
 	}
+	// An abandoned node's state is unknown: exit 9 too, from the history.
+	r = started(t, spec())
+	if _, err := r.Abandon(by("alice", 10), "cp-0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(by("alice", 20), spec()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Ended(1, false); exitcode.FromError(err) != exitcode.RollbackFailed {
+		t.Fatalf("an abandoned rollout from the history: exit %d (%v)", exitcode.FromError(err), err)
+	}
 }
 
 func TestSummary(t *testing.T) {

@@ -7,7 +7,7 @@
 // encoding in a ConfigMap's data (with its size bounds and the checks that
 // tell a damaged record), and the transitions that move it (start, a
 // node's turn, begin, resume and finish, pause, resume, confirm, the expiry
-// of a try, undo). It makes no API call. A transition refuses with an error
+// of a try, undo, abandoning a node that is gone). It makes no API call. A transition refuses with an error
 // that carries its exit code (pkg/exitcode) and leaves the record as it
 // was; a transition already made returns changed false. Callers apply the
 // transitions inside a compare-and-swap write of the record (pkg/engine's
@@ -174,12 +174,19 @@ type Status struct {
 	// DocumentRestored says, for an undo or a revert, that kubeadm-config
 	// was put back to the target, so that it happens once. Such a rollout
 	// does not end before it is set.
-	DocumentRestored bool      `json:"documentRestored,omitempty"`
-	StartedBy        string    `json:"startedBy"`
-	StartedAt        time.Time `json:"startedAt"`
-	FinishedAt       time.Time `json:"finishedAt,omitzero"`
-	Message          string    `json:"message,omitempty"`
-	Nodes            []Node    `json:"nodes"`
+	DocumentRestored bool `json:"documentRestored,omitempty"`
+	// Abandoned are the nodes an operator gave up on (rollout abandon):
+	// RollbackFailed in a rollout, dropped from the order of a take-back.
+	Abandoned []Abandonment `json:"abandoned,omitempty"`
+	// LeftOut are, for an undo, the nodes of the undone rollout it does not
+	// take back although that rollout may have changed them: abandoned in
+	// progress, their state unknown.
+	LeftOut    []string  `json:"leftOut,omitempty"`
+	StartedBy  string    `json:"startedBy"`
+	StartedAt  time.Time `json:"startedAt"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	Message    string    `json:"message,omitempty"`
+	Nodes      []Node    `json:"nodes"`
 }
 
 // Untracked is what lies between a rollout's previous document and its

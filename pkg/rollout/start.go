@@ -243,7 +243,8 @@ func (e *DropError) Error() string {
 
 // Undo takes the current rollout back: a new rollout of kind undo whose
 // target is the undone one's previous document, over the nodes it changed
-// (Updated, and RollbackFailed, whose state is unknown), in reverse order.
+// (Updated, and RollbackFailed, whose state is unknown), in reverse order;
+// a node abandoned in it is left out (LeftOut), as no agent would take it.
 // A rollout that changed no node still has its document to take back (its
 // first node rolled itself back, or no manifest depended on the change):
 // its undo has no node, and ends once the document is put back.
@@ -270,7 +271,11 @@ func (r *Record) Undo(c Clock, force bool) error {
 	if s.Previous == nil {
 		return exitcode.Conflictf("nothing to undo: no previous document is recorded for rollout %d", s.ID)
 	}
-	changed := s.changed(NodeUpdated, NodeRollbackFailed)
+	changed := slices.DeleteFunc(s.changed(NodeUpdated, NodeRollbackFailed), func(n string) bool {
+		_, abandoned := s.abandoned(n)
+		return abandoned
+	})
+	leftOut := s.leftOut()
 	if len(changed) == 0 && s.Previous.Hash == s.Target.Hash {
 		return exitcode.Conflictf("nothing to undo: rollout %d changed no node, and its document is the one before it", s.ID)
 	}
@@ -281,7 +286,12 @@ func (r *Record) Undo(c Clock, force bool) error {
 	if s.Phase.Active() {
 		r.finish(c, Undone, fmt.Sprintf("undone by rollout %d while %s", id, s.Phase))
 	}
-	r.takeBack(c, id, KindUndo, changed, fmt.Sprintf("undoes rollout %d", s.ID))
+	message := fmt.Sprintf("undoes rollout %d", s.ID)
+	if len(leftOut) > 0 {
+		message += fmt.Sprintf("; leaves out %s, abandoned in rollout %d: its state is unknown", joinNames(leftOut), s.ID)
+	}
+	r.takeBack(c, id, KindUndo, changed, message)
+	r.Status.LeftOut = leftOut
 	return nil
 }
 
