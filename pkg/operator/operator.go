@@ -121,6 +121,11 @@ func (o *Rollouts) noRollout() error {
 // records event as an Event on it when the record changed. change may be
 // run more than once, on ever newer copies of the record.
 func (o *Rollouts) transition(ctx context.Context, change func(r *rollout.Record) (bool, error), event func(s *rollout.Status) (reason, message string)) (*Change, error) {
+	return o.transitionAs(ctx, corev1.EventTypeNormal, change, event)
+}
+
+// transitionAs is transition with an Event of eventType.
+func (o *Rollouts) transitionAs(ctx context.Context, eventType string, change func(r *rollout.Record) (bool, error), event func(s *rollout.Status) (reason, message string)) (*Change, error) {
 	var after *rollout.Record
 	res, err := o.Record.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
 		r, changed, err := rollout.Apply(cm, change)
@@ -142,7 +147,7 @@ func (o *Rollouts) transition(ctx context.Context, change func(r *rollout.Record
 	}
 	if res.Changed && res.New != nil && out.Status != nil && event != nil {
 		reason, message := event(out.Status)
-		out.Warnings = append(out.Warnings, o.event(ctx, res.New, corev1.EventTypeNormal, reason, message)...)
+		out.Warnings = append(out.Warnings, o.event(ctx, res.New, eventType, reason, message)...)
 	}
 	return out, nil
 }

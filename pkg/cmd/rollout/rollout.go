@@ -1,5 +1,6 @@
 // Package rollout is the rollout verb family, shaped like kubectl rollout:
-// start, status, pause, resume, confirm, undo and history, one file each.
+// start, status, pause, resume, confirm, undo, abandon and history, one
+// file each.
 // They act on the rollout record through pkg/rollout's Operator (imported
 // as rolloutstate), whose every write is a compare-and-swap through
 // pkg/engine; the agents on the nodes do the rest.
@@ -32,8 +33,8 @@ plain kubectl, and every transition is also an Event on it
 'rollout start' pins the live document; 'patch', 'edit' and 'restore' with
 --rollout write and start in one step. 'rollout status' shows where it
 stands, 'pause' and 'resume' hold and release it, 'confirm' keeps a rollout
-on trial (--try), 'undo' takes the last one back, 'history' lists the last
-ten. 'kubectl kubeadmcfg nodes' shows whether each node runs the live
+on trial (--try), 'undo' takes the last one back, 'abandon' gives up on a
+node whose agent is gone, 'history' lists the last ten. 'kubectl kubeadmcfg nodes' shows whether each node runs the live
 document, rollout or not.
 
 Exit codes of --wait and status -w: 0 every node runs the target; 8 the
@@ -65,6 +66,7 @@ func NewCmdRollout(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStr
 		NewCmdResume(cluster, streams),
 		NewCmdConfirm(cluster, streams),
 		NewCmdUndo(cluster, streams),
+		NewCmdAbandon(cluster, streams),
 		NewCmdHistory(cluster, streams),
 	)
 	return cmd

@@ -40,6 +40,12 @@ func TestRolloutValidate(t *testing.T) {
 		mutate(o)
 		return o
 	}
+	abandon := func(mutate func(o *AbandonOptions)) *AbandonOptions {
+		o := NewAbandonOptions(cluster, streams)
+		o.Node = "cp-2"
+		mutate(o)
+		return o
+	}
 	history := &HistoryOptions{Flags: NewFlags(cluster, streams)}
 	historyTimeout := &HistoryOptions{Flags: NewFlags(cluster, streams)}
 	historyTimeout.Retry.Timeout = 0
@@ -62,6 +68,11 @@ func TestRolloutValidate(t *testing.T) {
 		{"undo", undo(func(o *UndoOptions) { o.Force, o.Wait = true, true }), ""},
 		{"undo keep", undo(func(o *UndoOptions) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
 		{"undo timeout", undo(func(o *UndoOptions) { o.Retry.Timeout = 0 }), "--timeout must be positive, not 0s"},
+		{"abandon", abandon(func(o *AbandonOptions) { o.Force = true }), ""},
+		{"abandon without --force", abandon(func(*AbandonOptions) {}),
+			"rollout abandon gives up on node cp-2 for good, its state unknown to the record: it needs --force"},
+		{"abandon stale-after", abandon(func(o *AbandonOptions) { o.Force, o.StaleAfter = true, time.Millisecond }),
+			"--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not 1ms"},
 		{"history", history, ""},
 		{"history timeout", historyTimeout, "--timeout must be positive, not 0s"},
 	})
