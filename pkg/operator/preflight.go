@@ -205,7 +205,7 @@ func (o *Rollouts) problems(ctx context.Context, nodes []string, watched *nodest
 		case nodestate.Watching:
 			out[n] = append(out[n], problem{lease: true,
 				text:    fmt.Sprintf("its agent looks lost (%s by the API server's clock, not confirmed)", seen),
-				waiting: fmt.Sprintf("its agent looks lost (%s by the API server's clock): watching its Lease for up to %s", seen, limit)})
+				waiting: fmt.Sprintf("its agent looks lost by the API server's clock: watching its Lease for up to %s", limit)})
 			poll = min(poll, max(limit/5, 100*time.Millisecond))
 		}
 	}

@@ -176,3 +176,23 @@ func TestPreflightWaitsForANodeNotReadyYet(t *testing.T) {
 }
 
 var _ = coordinationv1.Lease{}
+
+// TestPreflightSaysOnceWhatItWaitsFor: a line when what it waits for
+// changes, not one per look.
+func TestPreflightSaysOnceWhatItWaitsFor(t *testing.T) {
+	w := healthy("cp-0")
+	w.node("cp-1", false, true, rollouttest.Base.Add(-time.Minute))
+	w.leaseDuration("cp-0", 3600)
+	w.leaseDuration("cp-1", 2)
+	o, _ := w.operator(t)
+	var progress []string
+	o.Progress = func(line string) { progress = append(progress, line) }
+	o.PreflightWait = time.Second
+	_, err := o.Preflight(context.Background(), rollout.Spec{})
+	wantErr(t, err, exitcode.Conflict, "preflight failed, nothing was started: node cp-1: kube-apiserver is not Ready, kube-controller-manager is not Ready, "+
+		"kube-scheduler is not Ready, its agent is lost (last seen 65s ago; its Lease did not change in the 2s watched)")
+	if got := strings.Join(progress, "\n"); got != "preflight: waiting up to 1s for node cp-1: kube-apiserver is not Ready, kube-controller-manager is not Ready, "+
+		"kube-scheduler is not Ready, its agent looks lost by the API server's clock: watching its Lease for up to 2s" {
+		t.Errorf("progress:\n%s", got)
+	}
+}

@@ -127,6 +127,9 @@ func (o *UndoOptions) Run(ctx context.Context) error {
 	s := res.Status
 	line := fmt.Sprintf("rollout %d (undo) started: undoes rollout %d, back to %s over %s\n", s.ID, res.Undone,
 		rolloutstate.Short(s.Target.Hash), orNoNode(s.Order))
+	if len(s.LeftOut) > 0 {
+		line = strings.TrimSuffix(line, "\n") + fmt.Sprintf("; left out: %s (abandoned, its state unknown)\n", strings.Join(s.LeftOut, ", "))
+	}
 	if res.Resumed {
 		line = fmt.Sprintf("rollout %d (undo) of rollout %d: finished putting kubeadm-config back\n", s.ID, res.Undone)
 	}
