@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -38,7 +39,8 @@ func TestRolloutRecoveryOnAgents(t *testing.T) {
 var recoveryA string
 
 func recoveryUntracked(t *testing.T, c *agentCluster) {
-	r := c.plugin(t, 8*time.Minute, "patch", "--no-backup", "--set", "apiServer.extraArgs.audit-log-maxage=30", "--rollout", "--wait")
+	c.wantNodes(t, nodestate.SyncYes, "") // every agent up
+	r := c.plugin(t, 8*time.Minute, "patch", "--no-backup", "--set", "apiServer.extraArgs.audit-log-maxage=31", "--rollout", "--wait")
 	wantEnded(t, r, 0)
 	one := c.current(t).Status
 	recoveryA = c.liveDocument(t)
@@ -78,7 +80,7 @@ func recoveryUntracked(t *testing.T, c *agentCluster) {
 	if got := c.liveDocument(t); got != recoveryA {
 		t.Fatalf("after undo --force kubeadm-config holds:\n%s\nwant rollout 1's target:\n%s", got, recoveryA)
 	}
-	c.wantAPIServerFlag(t, "--audit-log-maxage=30")
+	c.wantAPIServerFlag(t, "--audit-log-maxage=31")
 	for _, l := range c.apiServers(t) {
 		if strings.Contains(l, "--audit-log-maxbackup=3") {
 			t.Errorf("a kube-apiserver still runs C after the undo: %s", l)

@@ -61,6 +61,13 @@ func TestRolloutPreflightRefusals(t *testing.T) {
 	cp.setPodsReady(n2, false)
 	refused([]string{"rollout", "start"}, "node "+n1+": its agent is lost (last seen 2m", "its Lease did not change in the 5s watched",
 		"node "+n2+": kube-apiserver is not Ready, kube-controller-manager is not Ready, kube-scheduler is not Ready")
+	// A node only not Ready yet is waited for, within --timeout, which ends
+	// the wait with the refusal.
+	r := e.plugin("rollout", "start", "--stale-after", "5m", "--timeout", "3s")
+	wantEnded(t, r, 4)
+	wantStderr(t, r, "preflight: waiting up to 3s for node "+n2+": kube-apiserver is not Ready",
+		"error: preflight failed after waiting 3s, nothing was started: node "+n2+": kube-apiserver is not Ready")
+	e.wantNoRecord()
 	// A longer --stale-after takes the agent for alive.
 	cp.setPodsReady(n2, true)
 	wantExit(t, e.plugin("rollout", "start", "--stale-after", "5m"), 0)

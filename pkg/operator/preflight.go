@@ -105,12 +105,20 @@ func (o *Rollouts) nodesReady(ctx context.Context, nodes []string) error {
 	start := time.Now()
 	watched := &nodestate.Observer{}
 	said := ""
+	var all []string // what the last look found
+	refused := func() error {
+		return exitcode.Conflictf("preflight failed after waiting %s, nothing was started: %s", time.Since(start).Round(time.Second), strings.Join(all, "; "))
+	}
 	for {
 		problems, poll, err := o.problems(ctx, nodes, watched)
+		if err != nil && ctx.Err() != nil && all != nil {
+			return refused() // the wait ended during a look
+		}
 		if err != nil {
 			return err
 		}
-		var all, waitingFor []string
+		var waitingFor []string
+		all = nil
 		hard, watching := false, false
 		for _, n := range nodes {
 			var texts, waits []string
@@ -135,16 +143,16 @@ func (o *Rollouts) nodesReady(ctx context.Context, nodes []string) error {
 		case hard:
 			return exitcode.Conflictf("preflight failed, nothing was started: %s", strings.Join(all, "; "))
 		}
-		waited := time.Since(start)
-		if ctx.Err() != nil || waited >= wait && !watching {
-			return exitcode.Conflictf("preflight failed after waiting %s, nothing was started: %s", waited.Round(time.Second), strings.Join(all, "; "))
+		if time.Since(start) >= wait && !watching {
+			return refused()
 		}
 		if line := strings.Join(waitingFor, "; "); line != said && o.Progress != nil {
 			o.Progress(fmt.Sprintf("preflight: waiting up to %s for %s", wait, line))
 			said = line
 		}
 		select {
-		case <-ctx.Done():
+		case <-ctx.Done(): // --timeout, or an interrupt
+			return refused()
 		case <-time.After(poll):
 		}
 	}
