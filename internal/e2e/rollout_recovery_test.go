@@ -40,7 +40,7 @@ var recoveryA string
 
 func recoveryUntracked(t *testing.T, c *agentCluster) {
 	c.wantNodes(t, nodestate.SyncYes, "") // every agent up
-	r := c.plugin(t, 8*time.Minute, "patch", "--no-backup", "--set", "apiServer.extraArgs.audit-log-maxage=31", "--rollout", "--wait")
+	r := c.logged(t, 8*time.Minute, "patch", "--no-backup", "--set", "apiServer.extraArgs.audit-log-maxage=31", "--rollout", "--wait")
 	wantEnded(t, r, 0)
 	one := c.current(t).Status
 	recoveryA = c.liveDocument(t)
@@ -51,7 +51,7 @@ func recoveryUntracked(t *testing.T, c *agentCluster) {
 	drops := "kubeadm-config was written outside rollouts since " + rollout.Short(one.Target.Hash) + " (resourceVersion " + one.Target.ResourceVersion +
 		" -> " + rvC + "); going back to it changes apiServer.extraArgs.audit-log-maxage, apiServer.extraArgs.audit-log-maxbackup"
 
-	r = c.plugin(t, time.Minute, "rollout", "start", "--try", "20s")
+	r = c.logged(t, time.Minute, "rollout", "start", "--try", "20s")
 	wantEnded(t, r, 4)
 	wantStderr(t, r, "a rollout on trial needs the document it would revert to, and it is not known exactly: "+drops+"; nothing was started",
 		"then try the next change with 'kubectl kubeadmcfg patch --rollout --try'")
@@ -59,7 +59,7 @@ func recoveryUntracked(t *testing.T, c *agentCluster) {
 		t.Fatalf("a refused try started rollout %d", got)
 	}
 
-	r = c.plugin(t, 8*time.Minute, "rollout", "start", "--wait")
+	r = c.logged(t, 8*time.Minute, "rollout", "start", "--wait")
 	wantEnded(t, r, 0)
 	wantStderr(t, r, "warning: rollout 2's previous document is not known exactly: "+drops)
 	two := c.current(t).Status
@@ -68,14 +68,14 @@ func recoveryUntracked(t *testing.T, c *agentCluster) {
 	}
 	c.wantAPIServerFlag(t, "--audit-log-maxbackup=3")
 
-	r = c.plugin(t, time.Minute, "rollout", "undo")
+	r = c.logged(t, time.Minute, "rollout", "undo")
 	wantEnded(t, r, 4)
 	wantStderr(t, r, "undoing rollout 2 would drop more than its own change: "+drops+"; nothing was undone", "use --force to go back anyway")
 	if c.liveResourceVersion(t) != rvC || c.current(t).Status.ID != two.ID {
 		t.Fatal("a refused undo wrote kubeadm-config or the record")
 	}
 
-	r = c.plugin(t, 8*time.Minute, "rollout", "undo", "--force", "--wait", "--no-backup")
+	r = c.logged(t, 8*time.Minute, "rollout", "undo", "--force", "--wait", "--no-backup")
 	wantEnded(t, r, 0)
 	if got := c.liveDocument(t); got != recoveryA {
 		t.Fatalf("after undo --force kubeadm-config holds:\n%s\nwant rollout 1's target:\n%s", got, recoveryA)
@@ -91,7 +91,7 @@ func recoveryUntracked(t *testing.T, c *agentCluster) {
 
 func recoveryTryOfAPlainPatch(t *testing.T, c *agentCluster) {
 	c.patch(t, "--set", "apiServer.extraArgs.audit-log-maxsize=77") // over A, which the undo put back
-	r := c.plugin(t, 8*time.Minute, "rollout", "start", "--try", "20s", "--wait")
+	r := c.logged(t, 8*time.Minute, "rollout", "start", "--try", "20s", "--wait")
 	wantEnded(t, r, 0)
 	if strings.Contains(r.stderr, "warning:") {
 		t.Errorf("a try whose previous is known warned: %s", r)
@@ -136,7 +136,7 @@ func recoveryStartWaitsForReady(t *testing.T, c *agentCluster) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		r = c.plugin(t, 8*time.Minute, "patch", "--no-backup", "--set", "apiServer.extraArgs.audit-log-maxsize=50", "--rollout", "--wait")
+		r = c.logged(t, 8*time.Minute, "patch", "--no-backup", "--set", "apiServer.extraArgs.audit-log-maxsize=50", "--rollout", "--wait")
 	}()
 	time.Sleep(5 * time.Second) // the plugin's preflight finds cp-2 not Ready, and waits
 	if got := c.current(t).Status; got.ID != last {
@@ -154,7 +154,7 @@ func recoveryStartWaitsForReady(t *testing.T, c *agentCluster) {
 
 func recoveryAbandon(t *testing.T, c *agentCluster) {
 	before := c.current(t)
-	wantExit(t, c.plugin(t, time.Minute, "patch", "--no-backup", "--set", "apiServer.extraArgs.audit-log-maxage=9", "--rollout"), 0)
+	wantExit(t, c.logged(t, time.Minute, "patch", "--no-backup", "--set", "apiServer.extraArgs.audit-log-maxage=9", "--rollout"), 0)
 	c.waitRecord(t, 2*time.Minute, "cp-0 in progress", func(r *rollout.Record) bool {
 		n, _ := r.Status.Lookup("cp-0")
 		return r.Status.ID > before.Status.ID && n.Phase == rollout.NodeInProgress
@@ -164,19 +164,19 @@ func recoveryAbandon(t *testing.T, c *agentCluster) {
 	runner.Hold("kube-apiserver")
 	t.Cleanup(func() { runner.Release("kube-apiserver") })
 
-	r := c.plugin(t, time.Minute, "rollout", "abandon", "cp-0", "--force", "--identity", "alice")
+	r := c.logged(t, time.Minute, "rollout", "abandon", "cp-0", "--force", "--identity", "alice")
 	wantEnded(t, r, 4)
 	wantStderr(t, r, "the agent of node cp-0 is alive: its Lease kube-system/kubeadmcfg-agent-cp-0 was renewed while watched")
-	r = c.plugin(t, time.Minute, "rollout", "abandon", "cp-0")
+	r = c.logged(t, time.Minute, "rollout", "abandon", "cp-0")
 	wantExit(t, r, 2)
 	wantStderr(t, r, "it needs --force")
 
 	c.kill(t, "cp-0", syscall.SIGKILL) // and it never comes back
-	r = c.plugin(t, time.Minute, "rollout", "undo")
+	r = c.logged(t, time.Minute, "rollout", "undo")
 	wantExit(t, r, 4)
 	wantStderr(t, r, "node cp-0 is in progress in rollout")
 
-	r = c.plugin(t, time.Minute, "rollout", "abandon", "cp-0", "--force", "--identity", "alice")
+	r = c.logged(t, time.Minute, "rollout", "abandon", "cp-0", "--force", "--identity", "alice")
 	wantEnded(t, r, 0)
 	wantStderr(t, r, "abandon: watching lease kube-system/kubeadmcfg-agent-cp-0 for up to 6s: its agent must be gone")
 	if !strings.Contains(r.stdout, "node cp-0 abandoned (its agent's Lease kube-system/kubeadmcfg-agent-cp-0 did not change in the") ||
@@ -188,14 +188,14 @@ func recoveryAbandon(t *testing.T, c *agentCluster) {
 		t.Fatalf("after abandon: %s, cp-0 %+v", s.Phase, n)
 	}
 	c.wantEvent(t, corev1.EventTypeWarning, "NodeAbandoned", "node cp-0 abandoned by alice")
-	r = c.plugin(t, time.Minute, "rollout", "history")
+	r = c.logged(t, time.Minute, "rollout", "history")
 	wantExit(t, r, 0)
 	if !strings.Contains(r.stdout, "Failed     node cp-0 was abandoned by alice: its state is unknown") {
 		t.Errorf("history: %s", r.stdout)
 	}
 
 	runner.Release("kube-apiserver") // the node's processes go on; the record no longer waits for them
-	r = c.plugin(t, 5*time.Minute, "rollout", "undo", "--wait", "--no-backup")
+	r = c.logged(t, 5*time.Minute, "rollout", "undo", "--wait", "--no-backup")
 	wantEnded(t, r, 0)
 	if !strings.Contains(r.stdout, "left out: cp-0 (abandoned") {
 		t.Errorf("the undo does not say it leaves cp-0 out: %s", r)
@@ -205,7 +205,7 @@ func recoveryAbandon(t *testing.T, c *agentCluster) {
 	}
 	// The node is gone: out of the cluster, as docs/rollout.md says.
 	wantExit(t, runLong(t, time.Minute, "kubectl", "delete", "node", "cp-0", "--kubeconfig", c.Kubeconfig), 0)
-	r = c.plugin(t, 5*time.Minute, "rollout", "start", "--wait")
+	r = c.logged(t, 5*time.Minute, "rollout", "start", "--wait")
 	wantEnded(t, r, 0)
 	if s := c.current(t).Status; strings.Join(s.Order, ",") != "cp-1,cp-2" || s.Phase != rollout.Succeeded {
 		t.Fatalf("the start after: %+v", s)
@@ -270,4 +270,13 @@ func (c *agentCluster) wantEvent(t *testing.T, eventType, reason, sub string) {
 		}
 	}
 	t.Errorf("no %s Event %s saying %q: %+v", eventType, reason, sub, list.Items)
+}
+
+// logged is plugin, with the command and what it printed in the test's log
+// (docs/rollout.md quotes it).
+func (c *agentCluster) logged(t *testing.T, timeout time.Duration, args ...string) result {
+	t.Helper()
+	r := c.plugin(t, timeout, args...)
+	t.Logf("$ kubectl kubeadmcfg %s\n%s%s(exit %d)", strings.Join(args, " "), r.stdout, r.stderr, r.code)
+	return r
 }
