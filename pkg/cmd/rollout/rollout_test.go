@@ -127,3 +127,36 @@ func TestPrintStatus(t *testing.T) {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
 }
+
+// TestPrintStatusNotes: what a take-back would drop, the nodes abandoned
+// and an undo's nodes left out show in the header.
+func TestPrintStatusNotes(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	prev := rolloutstate.Ref{Hash: "sha256:" + strings.Repeat("a", 64), ResourceVersion: "329"}
+	s := &rolloutstate.Status{ID: 7, Kind: rolloutstate.KindRollout, Phase: rolloutstate.Failed,
+		Target: rolloutstate.Ref{Hash: "sha256:" + strings.Repeat("b", 64), ResourceVersion: "554", Source: rolloutstate.SourceLive}, Previous: &prev,
+		Untracked: &rolloutstate.Untracked{FromResourceVersion: "329", ToResourceVersion: "554", Fields: []string{"clusterName"}},
+		Abandoned: []rolloutstate.Abandonment{{Node: "cp-0", Phase: rolloutstate.NodeInProgress, By: "alice", At: at}},
+		StartedBy: "bob", StartedAt: at, Message: "node cp-0 was abandoned by alice: its state is unknown",
+		Nodes: []rolloutstate.Node{{Name: "cp-0", Phase: rolloutstate.NodeRollbackFailed, Starts: 1}}, Order: []string{"cp-0"}}
+	var out bytes.Buffer
+	if err := printStatus(&out, &StatusView{Rollout: s, Nodes: []NodeRow{{Name: "cp-0", Agent: nodestate.Agent{Liveness: nodestate.AgentNone}}}}, at); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  previous document not known exactly: kubeadm-config was written outside rollouts since sha256:aaaaaaaaaaaa (resourceVersion 329 -> 554); going back to it changes clusterName\n",
+		"  node cp-0 abandoned by alice at 2026-12-01T12:00:00Z (it was InProgress): its state is unknown\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status does not say %q:\n%s", want, out.String())
+		}
+	}
+	s.Kind, s.Untracked, s.Abandoned, s.LeftOut = rolloutstate.KindUndo, nil, nil, []string{"cp-0"}
+	out.Reset()
+	if err := printStatus(&out, &StatusView{Rollout: s, Nodes: []NodeRow{{Name: "cp-0"}}}, at); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "  left out, abandoned: cp-0\n") {
+		t.Errorf("status does not name the node left out:\n%s", out.String())
+	}
+}
