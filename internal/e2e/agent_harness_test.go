@@ -201,7 +201,8 @@ func (c *agentCluster) kill(t *testing.T, name string, sig syscall.Signal) resul
 }
 
 // start starts a rollout of the live document over every node, as
-// `rollout start` would write it, and returns its id.
+// `rollout start` would write it (with what kubeadm-config says its
+// document replaced), and returns its id.
 func (c *agentCluster) start(t *testing.T, try time.Duration) int64 {
 	t.Helper()
 	ctx := context.Background()
@@ -210,10 +211,11 @@ func (c *agentCluster) start(t *testing.T, try time.Duration) int64 {
 		t.Fatal(err)
 	}
 	var id int64
+	replaced, _ := engine.Replaced(cm, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey})
 	_, err = c.record.Update(ctx, func(rec *corev1.ConfigMap) (bool, error) {
 		r, changed, err := rollout.Apply(rec, func(r *rollout.Record) (bool, error) {
 			return true, r.Start(rollout.Clock{Now: time.Now(), By: "e2e"}, rollout.Spec{
-				Target: []byte(cm.Data["ClusterConfiguration"]), TargetResourceVersion: cm.ResourceVersion,
+				Target: []byte(cm.Data["ClusterConfiguration"]), TargetResourceVersion: cm.ResourceVersion, Replaced: replaced,
 				Nodes: c.names(), Try: try})
 		})
 		if err == nil {
