@@ -10,7 +10,10 @@
 //     turn.go, resume.go, try.go);
 //   - its node's state: whether the node runs what the live
 //     ClusterConfiguration renders to, published on its Lease
-//     (pkg/nodestate; state.go).
+//     (pkg/nodestate; state.go);
+//   - the alarm: the condition KubeadmConfigOutOfDate on its own Node, and
+//     an Event there when the node goes out of date and when it is back
+//     (condition.go); and what Prometheus scrapes (metrics.go).
 //
 // Each kind of work is a work: the loop hands every work the newest view of
 // the API, and a work does what the view asks of this node now. Every change
@@ -132,10 +135,12 @@ type Agent struct {
 
 	records, configs mailbox
 
-	view     View
-	works    []work
-	rollouts *rollouts
-	state    *states
+	view       View
+	configSeen bool // kubeadm-config was read once (View.Config is nil when it does not exist)
+	works      []work
+	rollouts   *rollouts
+	state      *states
+	condition  *conditions
 	repeated map[string]string // the message last logged of a failure that repeats, by key
 }
 
@@ -170,8 +175,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	cfg.Now = cfg.Clock.Now
 	a := &Agent{cfg: cfg, records: newMailbox(), configs: newMailbox(), repeated: map[string]string{}}
-	a.rollouts, a.state = &rollouts{a: a}, &states{a: a}
-	a.works = []work{a.rollouts, a.state}
+	a.rollouts, a.state, a.condition = &rollouts{a: a}, &states{a: a}, &conditions{a: a}
+	// The condition is judged from the state the state work has just found.
+	a.works = []work{a.rollouts, a.state, a.condition}
 	return a, nil
 }
 
@@ -245,6 +251,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 			return err
 		case <-a.configs.ready:
 			a.view.Config, _ = a.configs.take()
+			a.configSeen = true
 		case <-a.records.ready:
 			if cm, _ := a.records.take(); !older(cm, a.view.Rollout) {
 				a.view.Rollout = cm
@@ -374,9 +381,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// stop ends a clean run: the Lease goes, so that no one takes this agent
-// for lost.
+// stop ends a clean run: the node's condition goes Unknown (nothing checks
+// it any more), and the Lease goes, so that no one takes this agent for
+// lost.
 func (a *Agent) stop() error {
+	a.condition.stopped()
 	if err := a.lease.Stop(); err != nil {
 		a.warn("AgentStopped", "agent %s stopped, but its lease stays: %s", a.cfg.Identity, exitcode.Message(err))
 		return nil
