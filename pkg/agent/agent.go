@@ -71,7 +71,11 @@ type Config struct {
 	reconfigure.Node
 	// Record reads and writes the rollout record (compare-and-swap, through
 	// Update); its namespace also holds the agent's Lease and the Events.
+	// It also writes the agent's condition on its own Node.
 	Record *engine.Engine
+	// Upgrade, when set, follows the upgrade record, whose phase the
+	// agent's metrics show; nil shows none.
+	Upgrade *engine.Engine
 	// Clock is the API server's clock: every stamp the agent writes, and
 	// the expiry of a try, go by it.
 	Clock *engine.ServerClock
@@ -117,6 +121,8 @@ type View struct {
 	Rollout *corev1.ConfigMap
 	// Config is kubeadm-config; nil until it is first seen.
 	Config *corev1.ConfigMap
+	// Upgrade is the upgrade record; nil when absent (or not followed).
+	Upgrade *corev1.ConfigMap
 }
 
 // work is one kind of node work. Each pass of the agent's loop runs every
@@ -133,7 +139,7 @@ type Agent struct {
 	cfg   Config
 	lease *engine.HeldLease
 
-	records, configs mailbox
+	records, configs, upgrades mailbox
 
 	view       View
 	configSeen bool // kubeadm-config was read once (View.Config is nil when it does not exist)
@@ -141,7 +147,8 @@ type Agent struct {
 	rollouts   *rollouts
 	state      *states
 	condition  *conditions
-	repeated map[string]string // the message last logged of a failure that repeats, by key
+	repeated   map[string]string // the message last logged of a failure that repeats, by key
+	metrics    metrics           // what a scrape reads (metrics.go)
 }
 
 // New checks cfg and fills its defaults.
@@ -174,7 +181,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Identity = fmt.Sprintf("agent/%s/%d-%s", cfg.Name, os.Getpid(), hex.EncodeToString(b[:]))
 	}
 	cfg.Now = cfg.Clock.Now
-	a := &Agent{cfg: cfg, records: newMailbox(), configs: newMailbox(), repeated: map[string]string{}}
+	a := &Agent{cfg: cfg, records: newMailbox(), configs: newMailbox(), upgrades: newMailbox(), repeated: map[string]string{}}
 	a.rollouts, a.state, a.condition = &rollouts{a: a}, &states{a: a}, &conditions{a: a}
 	// The condition is judged from the state the state work has just found.
 	a.works = []work{a.rollouts, a.state, a.condition}
@@ -199,17 +206,23 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		return err
 	}
 	a.lease = lease
+	a.publish()
 	a.info("AgentStarted", "agent %s of node %s is running (lease %s)", a.cfg.Identity, a.cfg.Name, nodestate.LeaseName(a.cfg.Name))
 
 	// The followers' ends, one each: nil when told to stop, a panic
 	// recovered in one otherwise, which ends the agent (exit 10).
 	follow, stopFollowing := context.WithCancel(ctx)
-	followers, ended := 0, make(chan error, 2)
-	for _, f := range []struct {
+	type follower struct {
 		e    *engine.Engine
 		box  *mailbox
 		what string
-	}{{a.cfg.Record, &a.records, "the rollout record"}, {a.cfg.Config, &a.configs, "kubeadm-config"}} {
+	}
+	follows := []follower{{a.cfg.Record, &a.records, "the rollout record"}, {a.cfg.Config, &a.configs, "kubeadm-config"}}
+	if a.cfg.Upgrade != nil {
+		follows = append(follows, follower{a.cfg.Upgrade, &a.upgrades, "the upgrade record"})
+	}
+	followers, ended := 0, make(chan error, len(follows))
+	for _, f := range follows {
 		followers++
 		crash.Go(func() error {
 			defer crash.Recover(func(err error) { ended <- err })
@@ -256,6 +269,8 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 			if cm, _ := a.records.take(); !older(cm, a.view.Rollout) {
 				a.view.Rollout = cm
 			}
+		case <-a.upgrades.ready:
+			a.view.Upgrade, _ = a.upgrades.take()
 		case <-resync.C:
 			if cm, _, err := a.cfg.Record.Current(ctx); err == nil && !older(cm, a.view.Rollout) {
 				a.view.Rollout = cm
@@ -269,6 +284,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		default:
 		}
 		next := a.pass(ctx)
+		a.publish()
 		if ctx.Err() != nil {
 			return a.stop()
 		}

@@ -71,9 +71,22 @@ bind port) refuses to start (exit 4): that server is down exactly when the
 agent must record its node's outcome. It must reach the API through the
 controlPlaneEndpoint, as the recipe in docs/rollout.md makes its kubeconfig.
 
+It keeps the condition KubeadmConfigOutOfDate on its own Node ('kubectl
+describe node'): True while the node's control plane does not run the live
+kubeadm-config document or its last turn failed (reason ComponentsDiffer,
+TurnRolledBack, RollbackFailed), False when it runs it (InSync), Unknown
+when it cannot tell. The Node is written only when the condition changes,
+and an Event on it says when the node goes out of date and when it is back.
+With --metrics-bind-address (127.0.0.1:10268 by default; 0 turns it off) it
+serves Prometheus metrics on /metrics: kubeadmcfg_node_in_sync per
+component, the condition, its last turn's outcome and duration, its
+heartbeat, its certificate's expiry, the rollout's and the upgrade's phase.
+hack/prometheus-rules.yaml alerts on them.
+
 On SIGTERM or SIGINT the agent gives a turn in progress --stop-grace to
 finish, then interrupts it (it is rolled back, within --wait per component),
-records the outcome, deletes its Lease and exits 0.
+records the outcome, sets its Node's condition Unknown (AgentStopped),
+deletes its Lease and exits 0.
 
 It logs one line per event on stderr: the API server's time, info or
 warning, a reason (NodeStarted, NodeUpdated, NodeRolledBack, TryExpired,
@@ -86,7 +99,10 @@ const agentExample = `  # Run this node's agent, as the systemd unit in hack/ do
   kubectl kubeadmcfg agent --kubeconfig /etc/kubernetes/kubeadmcfg-agent.conf
 
   # A node with kubeadm patches, whose components may take 3 minutes to come up
-  kubectl kubeadmcfg agent --node-name cp-1 --patches /etc/kubernetes/patches --wait 3m`
+  kubectl kubeadmcfg agent --node-name cp-1 --patches /etc/kubernetes/patches --wait 3m
+
+  # Metrics on the node's address, for a Prometheus outside the node
+  kubectl kubeadmcfg agent --metrics-bind-address 192.0.2.11:10268`
 
 // Options runs the agent of this node.
 type Options struct {
@@ -94,6 +110,9 @@ type Options struct {
 	*cmdutil.ReconfigureFlags
 	HeartbeatInterval time.Duration
 	StopGrace         time.Duration
+	// MetricsBindAddress is where /metrics is served, HOST:PORT; "0" serves
+	// none.
+	MetricsBindAddress string
 
 	cmd    *cobra.Command
 	config nodeagent.Config
@@ -103,7 +122,8 @@ type Options struct {
 // NewOptions returns options with defaults.
 func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
 	return &Options{Cluster: cluster, ReconfigureFlags: cmdutil.NewReconfigureFlags(),
-		HeartbeatInterval: nodestate.DefaultHeartbeat, StopGrace: nodeagent.DefaultStopGrace, IOStreams: streams}
+		HeartbeatInterval: nodestate.DefaultHeartbeat, StopGrace: nodeagent.DefaultStopGrace,
+		MetricsBindAddress: DefaultMetricsBindAddress, IOStreams: streams}
 }
 
 // NewCmdAgent builds the agent command.
@@ -133,6 +153,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", o.HeartbeatInterval, "How often the agent's Lease is renewed; it is taken for lost after three missed renewals")
 	fs.DurationVar(&o.StopGrace, "stop-grace", o.StopGrace, "On SIGTERM or SIGINT, how long a node's turn in progress may go on before it is interrupted and rolled back")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "HOST:PORT to serve Prometheus metrics on (/metrics); 0 serves none")
 }
 
 // Complete fills the node name and builds the clients and engines.
@@ -160,8 +181,11 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	// The upgrade record is followed for its phase, which the metrics show.
+	upgradeRecord := engine.New(c.Client, engine.Target{Namespace: o.Cluster.Namespace(), Name: o.StateConfigMap},
+		engine.Options{FieldManager: managed.By})
 	o.config = nodeagent.Config{
-		Node: o.NodeFor(config, c.Server, c.Clock.Now), Record: record, Clock: c.Clock,
+		Node: o.NodeFor(config, c.Server, c.Clock.Now), Record: record, Upgrade: upgradeRecord, Clock: c.Clock,
 		Wait: o.Wait, NoEtcdSnapshot: o.NoEtcdSnapshot,
 		Heartbeat: o.HeartbeatInterval, StopGrace: o.StopGrace, Version: version.Version, CertificateExpires: expires, Log: o.logLine,
 	}
@@ -176,6 +200,9 @@ func (o *Options) Validate() error {
 	if o.StopGrace <= 0 {
 		return exitcode.Usagef("--stop-grace must be positive, not %s", o.StopGrace)
 	}
+	if err := validateBindAddress(o.MetricsBindAddress); err != nil {
+		return err
+	}
 	return o.ReconfigureFlags.Validate()
 }
 
@@ -188,6 +215,11 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	stop, err := serveMetrics(o.MetricsBindAddress, a.MetricsHandler(), o.logLine)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	return a.Run(ctx)
 }
 
