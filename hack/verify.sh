@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The checks a change must pass besides the tests: formatting, vet, lint,
 # tidy go.mod files, verb packages that import no sibling, current generated
-# code, a plugin that links no component packages, a krew manifest krew's own
-# validator accepts, a command reference that matches the commands, and an
-# agent unit that systemd scores as sandboxed.
+# code, a plugin that links no component packages and stays within its
+# budgets (hack/budgets), a krew manifest krew's own validator accepts, a
+# command reference that matches the commands, and an agent unit that
+# systemd scores as sandboxed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -76,6 +77,32 @@ linked="$(go list -deps ./cmd/kubectl-kubeadmcfg | grep -E '^(k8s\.io/(kubelet|k
 if [[ -n "${linked}" ]]; then
 	echo "the plugin links packages it must not (see pkg/clusterconfig/internal/componentconfig and pkg/agent/metrics.go):" >&2
 	echo "${linked}" >&2
+	exit 1
+fi
+
+# Every command pays for what the binary links: hack/budgets bounds the
+# release binary's size and the packages it links, so that growth is a
+# commit that says why.
+step "budgets (hack/budgets)"
+budget() { awk -v n="$1" '$1 == n { print $2 }' hack/budgets; }
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${tmp}/kubectl-kubeadmcfg" ./cmd/kubectl-kubeadmcfg
+size="$(wc -c <"${tmp}/kubectl-kubeadmcfg")"
+packages="$(go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./cmd/kubectl-kubeadmcfg | wc -l)"
+over=""
+for check in "binary-bytes ${size}" "linked-packages ${packages}"; do
+	read -r name figure <<<"${check}"
+	limit="$(budget "${name}")"
+	if [[ -z "${limit}" ]]; then
+		echo "hack/budgets has no budget ${name}" >&2
+		exit 1
+	fi
+	echo "${name}: ${figure} (budget ${limit})" >&2
+	if ((figure > limit)); then
+		over+="${name} is ${figure}, over its budget of ${limit}; "
+	fi
+done
+if [[ -n "${over}" ]]; then
+	echo "${over}raise the budget in hack/budgets in a commit that says why, or link less" >&2
 	exit 1
 fi
 
