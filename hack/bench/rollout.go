@@ -137,8 +137,9 @@ func benchRollout(ctx context.Context, in inner, o rolloutOptions) error {
 		}
 	}()
 	for i, n := range nodes.Nodes {
-		// The agents share the namespace's loopback: a metrics port each.
-		metrics := fmt.Sprintf("127.0.0.1:%d", metricsPort+i)
+		// The agents share the namespace's loopback: a metrics port each,
+		// 10 apart as the local nodes' components are.
+		metrics := fmt.Sprintf("127.0.0.1:%d", metricsPort+10*i)
 		p, err := startAgent(in.Plugin, nodes.Kubeconfig, n, append(b.nodeFlags(n), "--metrics-bind-address", metrics),
 			filepath.Join(in.Dir, "agent-"+n.Name+".log"))
 		if err != nil {
