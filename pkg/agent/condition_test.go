@@ -88,7 +88,7 @@ func TestAgentKeepsItsNodeCondition(t *testing.T) {
 		events  []string
 	}
 	out := []string{"Warning " + EventOutOfDate}
-	back := append(out, "Normal "+EventInSync)
+	back := []string{"Warning " + EventOutOfDate, "Normal " + EventInSync}
 	var transitioned metav1.Time
 	for i, s := range []struct {
 		name string
