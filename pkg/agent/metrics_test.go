@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -130,5 +131,54 @@ func TestAgentMetricsNegotiated(t *testing.T) {
 	a.MetricsHandler().ServeHTTP(rec, req)
 	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/vnd.google.protobuf") {
 		t.Errorf("content type %q", ct)
+	}
+}
+
+// Scrapes while the agent's loop runs read its snapshot, never its state:
+// run with -race, this shows no data race.
+func TestAgentMetricsWhileRunning(t *testing.T) {
+	a, client, _ := testAgent(t, nil, rollouttest.DocV1)
+	if _, err := client.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp-0"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := scrape(t, a)["kubeadmcfg_node_out_of_date{node=cp-0,status=unknown}"]; ok {
+			break // the loop judged the condition (the node has no manifests: Unknown)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no condition in the metrics after 10s: %v", scrape(t, a))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// kubeadm-config changes: each change has the loop find the node's
+	// state again while a scraper reads.
+	scraping := make(chan struct{})
+	go func() {
+		defer close(scraping)
+		for ctx.Err() == nil {
+			rec := httptest.NewRecorder()
+			a.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		}
+	}()
+	cms := client.CoreV1().ConfigMaps("kube-system")
+	for i := range 5 {
+		cm, err := cms.Get(context.Background(), "kubeadm-config", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Annotations = map[string]string{"change": fmt.Sprint(i)}
+		if _, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	<-scraping
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
