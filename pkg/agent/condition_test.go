@@ -155,3 +155,21 @@ func TestAgentRetriesItsNodeCondition(t *testing.T) {
 		t.Errorf("the failure was logged %d times, want once", n)
 	}
 }
+
+// Before kubeadm-config was first read (the record's or the upgrade
+// record's first copy came first), the agent finds no state and judges no
+// condition: it would say kubeadm-config was not found, which is not so.
+func TestAgentWaitsForKubeadmConfig(t *testing.T) {
+	a, client, logged := testAgent(t, nil, rollouttest.DocV1)
+	hold(t, a)
+	ctx := context.Background()
+	a.pass(ctx)
+	if a.state.last != nil || logged.count("NodeState") != 0 || logged.count("NodeCondition") != 0 {
+		t.Fatalf("before kubeadm-config was read: state %+v, logged %v", a.state.last, logged.all())
+	}
+	a.view.Config, a.configSeen = currentConfig(t, client), true
+	a.pass(ctx)
+	if a.state.last == nil || logged.count("NodeState") != 1 {
+		t.Errorf("once kubeadm-config was read: state %+v, logged %v", a.state.last, logged.all())
+	}
+}

@@ -38,6 +38,11 @@ func (w *states) changed() { w.stale = true }
 // it when it changed.
 func (w *states) do(ctx context.Context) time.Duration {
 	a := w.a
+	if !a.configSeen {
+		// Not read yet (another follower's first copy came first): the
+		// state would say kubeadm-config was not found, which is not so.
+		return 0
+	}
 	rv := ""
 	if a.view.Config != nil {
 		rv = a.view.Config.ResourceVersion
