@@ -9,3 +9,6 @@ export KUBEADMCFG_E2E=required
 # depend on how full this machine's disk is (docs/development.md).
 export KUBEADMCFG_TEST_DISK_RESERVE_PERCENT=0
 go test -count=1 -timeout 30m ./... "$@"
+# The alerting rules, with Prometheus's own rule parser and evaluation: a
+# module of its own (hack/tools/promrules), apart from the plugin's go.mod.
+(cd hack/tools/promrules && go test -count=1 -timeout 10m ./...)

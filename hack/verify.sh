@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The checks a change must pass besides the tests: formatting, vet, lint,
 # tidy go.mod files, verb packages that import no sibling, current generated
-# code, a plugin that links no component packages, a krew manifest krew's own
-# validator accepts, a command reference that matches the commands, and an
-# agent unit that systemd scores as sandboxed.
+# code, a plugin that links no component packages and stays within its
+# budgets (hack/budgets), a krew manifest krew's own validator accepts, a
+# command reference that matches the commands, and an agent unit that
+# systemd scores as sandboxed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -18,10 +19,10 @@ if [[ -n "${unformatted}" ]]; then
 fi
 
 # The modules beside the plugin's that hold code of their own (the command
-# reference, the release image, and nodebox in hack/tools) are held to the
-# same checks.
+# reference, the release image, nodebox in hack/tools, the alerting rules'
+# test) are held to the same checks.
 lint="$(hack/tools.sh golangci-lint)"
-for mod in . hack/tools hack/tools/docs hack/tools/release; do
+for mod in . hack/tools hack/tools/docs hack/tools/release hack/tools/promrules; do
 	step "go vet (${mod})"
 	(cd "${mod}" && go vet ./...)
 	step "golangci-lint (${mod})"
@@ -29,7 +30,7 @@ for mod in . hack/tools hack/tools/docs hack/tools/release; do
 done
 
 step "go mod tidy leaves no diff"
-for mod in . hack/tools hack/tools/kubernetes-1.36 hack/tools/lint hack/tools/release hack/tools/docs; do
+for mod in . hack/tools hack/tools/kubernetes-1.36 hack/tools/lint hack/tools/release hack/tools/docs hack/tools/promrules; do
 	(cd "${mod}" && go mod tidy -diff) || {
 		echo "run 'go mod tidy' in ${mod}" >&2
 		exit 1
@@ -67,12 +68,41 @@ if ! diff -u pkg/clusterconfig/internal/componentconfig/types_generated.go "${tm
 fi
 
 # The component configs are decoded into generated mirrors so that the plugin
-# does not pay the package initialisation of these (prometheus included).
+# does not pay the package initialisation of these (prometheus' client
+# included). The agent's metrics are encoded with prometheus/common's expfmt
+# and client_model alone (pkg/agent/metrics.go): client_golang's registry and
+# procfs do work at init that every command would pay.
 step "the plugin links no component packages"
-linked="$(go list -deps ./cmd/kubectl-kubeadmcfg | grep -E '^(k8s\.io/(kubelet|kube-proxy|component-base)|github\.com/prometheus)(/|$)' || true)"
+linked="$(go list -deps ./cmd/kubectl-kubeadmcfg | grep -E '^(k8s\.io/(kubelet|kube-proxy|component-base)|github\.com/prometheus/(client_golang|procfs))(/|$)' || true)"
 if [[ -n "${linked}" ]]; then
-	echo "the plugin links packages it must not (see pkg/clusterconfig/internal/componentconfig):" >&2
+	echo "the plugin links packages it must not (see pkg/clusterconfig/internal/componentconfig and pkg/agent/metrics.go):" >&2
 	echo "${linked}" >&2
+	exit 1
+fi
+
+# Every command pays for what the binary links: hack/budgets bounds the
+# release binary's size and the packages it links, so that growth is a
+# commit that says why.
+step "budgets (hack/budgets)"
+budget() { awk -v n="$1" '$1 == n { print $2 }' hack/budgets; }
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${tmp}/kubectl-kubeadmcfg" ./cmd/kubectl-kubeadmcfg
+size="$(wc -c <"${tmp}/kubectl-kubeadmcfg")"
+packages="$(go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./cmd/kubectl-kubeadmcfg | wc -l)"
+over=""
+for check in "binary-bytes ${size}" "linked-packages ${packages}"; do
+	read -r name figure <<<"${check}"
+	limit="$(budget "${name}")"
+	if [[ -z "${limit}" ]]; then
+		echo "hack/budgets has no budget ${name}" >&2
+		exit 1
+	fi
+	echo "${name}: ${figure} (budget ${limit})" >&2
+	if ((figure > limit)); then
+		over+="${name} is ${figure}, over its budget of ${limit}; "
+	fi
+done
+if [[ -n "${over}" ]]; then
+	echo "${over}raise the budget in hack/budgets in a commit that says why, or link less" >&2
 	exit 1
 fi
 

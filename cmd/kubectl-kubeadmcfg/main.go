@@ -17,7 +17,9 @@ import (
 func main() {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	if err := cmd.Run(streams, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "error: "+exitcode.Message(err))
+		if msg := exitcode.Message(err); msg != "" { // exitcode.Quiet says nothing
+			fmt.Fprintln(os.Stderr, "error: "+msg)
+		}
 		crash.Traceback(os.Stderr, err, os.Getenv)
 		os.Exit(int(exitcode.FromError(err)))
 	}

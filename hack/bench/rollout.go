@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,11 +136,16 @@ func benchRollout(ctx context.Context, in inner, o rolloutOptions) error {
 			say("the watch of the record ended: %v", err)
 		}
 	}()
-	for _, n := range nodes.Nodes {
-		p, err := startAgent(in.Plugin, nodes.Kubeconfig, n, b.nodeFlags(n), filepath.Join(in.Dir, "agent-"+n.Name+".log"))
+	for i, n := range nodes.Nodes {
+		// The agents share the namespace's loopback: a metrics port each,
+		// 10 apart as the local nodes' components are.
+		metrics := fmt.Sprintf("127.0.0.1:%d", metricsPort+10*i)
+		p, err := startAgent(in.Plugin, nodes.Kubeconfig, n, append(b.nodeFlags(n), "--metrics-bind-address", metrics),
+			filepath.Join(in.Dir, "agent-"+n.Name+".log"))
 		if err != nil {
 			return err
 		}
+		p.metrics = metrics
 		b.agents = append(b.agents, p)
 	}
 	defer b.stopAgents()
@@ -327,7 +334,16 @@ type idleAgent struct {
 	cpu        float64 // percent of a core
 	start, end procSample
 	elapsed    time.Duration
+	scrapes    int // of its metrics, as Prometheus would make them
+	scraped    int // bytes of the last scrape
 }
+
+// metricsPort is the first agent's metrics port; the others follow.
+const metricsPort = 10268
+
+// scrapeEvery is how often the idle agents' metrics are read, as a
+// Prometheus scraping them every 15s would.
+const scrapeEvery = 15 * time.Second
 
 // idle samples every agent, waits d, and samples them again. It also
 // returns how many versions of the record the watch saw meanwhile.
@@ -343,7 +359,16 @@ func (b *rolloutBench) idle(d time.Duration) ([]idleAgent, int, error) {
 		}
 		out = append(out, idleAgent{node: p.node, start: s})
 	}
-	time.Sleep(d)
+	client := &http.Client{Timeout: 5 * time.Second}
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(min(scrapeEvery, time.Until(end))) {
+		for i, p := range b.agents {
+			n, err := scrape(client, p.metrics)
+			if err != nil {
+				return nil, 0, fmt.Errorf("scrape the agent of %s: %w", p.node, err)
+			}
+			out[i].scrapes, out[i].scraped = out[i].scrapes+1, n
+		}
+	}
 	b.tl.mu.Lock()
 	after := b.tl.versions
 	b.tl.mu.Unlock()
@@ -389,6 +414,20 @@ func (b *rolloutBench) stopAgents() {
 		p.stop()
 	}
 	b.agents = nil
+}
+
+// scrape reads an agent's /metrics once and returns its size.
+func scrape(client *http.Client, addr string) (int, error) {
+	resp, err := client.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return len(body), err
 }
 
 func median(xs []time.Duration) time.Duration {

@@ -30,9 +30,10 @@ import (
 // agentProc is a running agent and the lines it logged, each stamped when
 // it arrived.
 type agentProc struct {
-	node string
-	cmd  *exec.Cmd
-	done chan struct{}
+	node    string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	metrics string // HOST:PORT of its /metrics
 
 	mu    sync.Mutex
 	lines []stamped

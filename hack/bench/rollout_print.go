@@ -66,6 +66,8 @@ func printRollout(rounds []round, idle []idleAgent, versions int, watches map[st
 			mib(a.end.hwm), a.end.threads, a.end.majFaults-a.start.majFaults)
 	}
 	fmt.Printf("\nCPU: %s; RSS: %s; versions of the rollout record meanwhile: %d\n", verdict(cpuOK), verdict(rssOK), versions)
+	fmt.Printf("metrics: each agent scraped %d times in the idle period, every %s as a Prometheus would, %d bytes a scrape\n",
+		idle[0].scrapes, scrapeEvery, idle[0].scraped)
 	var held []string
 	total := 0
 	for _, r := range slices.Sorted(maps.Keys(watches)) {

@@ -13,7 +13,9 @@ import (
 
 // speed times one patch as a whole process: the plugin against kubectl patch
 // of the same ConfigMap, alternating runs, and reports medians of wall time
-// and peak memory (max RSS).
+// and peak memory (max RSS). It times `version` too (kubectl's `version --client`: it makes no API call): a command that
+// does nothing but start, so what every package linked into the binary
+// costs at start (its init, its pages) shows alone.
 func speed(ctx context.Context, env *benchEnv, runs int) error {
 	kubeconfig := env.cluster.Kubeconfig
 	type sample struct {
@@ -33,8 +35,12 @@ func speed(ctx context.Context, env *benchEnv, runs int) error {
 		rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
 		return sample{wall, rss}, nil
 	}
-	var plugin, noBackup, kubectl []sample
+	var plugin, noBackup, kubectl, version []sample
 	for i := range runs {
+		v, err := measure(env.plugin, "version")
+		if err != nil {
+			return err
+		}
 		p, err := measure(env.plugin, "patch", "--set", fmt.Sprintf("apiServer.extraArgs.bench=%d", i))
 		if err != nil {
 			return err
@@ -49,7 +55,7 @@ func speed(ctx context.Context, env *benchEnv, runs int) error {
 			return err
 		}
 		if i > 0 { // the first run of each warms caches
-			plugin, noBackup, kubectl = append(plugin, p), append(noBackup, nb), append(kubectl, k)
+			plugin, noBackup, kubectl, version = append(plugin, p), append(noBackup, nb), append(kubectl, k), append(version, v)
 		}
 	}
 	median := func(xs []sample) sample {
@@ -72,5 +78,8 @@ func speed(ctx context.Context, env *benchEnv, runs int) error {
 	row("kubectl-kubeadmcfg patch --set ... (with its automatic backup)", median(plugin))
 	row("kubectl-kubeadmcfg patch --no-backup --set ...", median(noBackup))
 	row("kubectl patch configmap --type merge", k)
+	v := median(version)
+	fmt.Printf("\nkubectl-kubeadmcfg version (no API call: start-up alone): %s, %.1f MiB peak RSS\n",
+		v.wall.Round(100*time.Microsecond), float64(v.rss)/1024)
 	return nil
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/unitfile"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
@@ -255,6 +256,26 @@ func othersLeaseRefused(t *testing.T, d *docCluster, who string, c kubernetes.In
 	wantRefused(t, who+" deletes "+name, err, changeRefusal)
 }
 
+// patchCondition sets a test condition on node's status as c, as an agent
+// sets its own (engine.SetNodeCondition).
+func patchCondition(c kubernetes.Interface, node string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := engine.New(c, engine.Target{Namespace: "kube-system", Name: "kubeadmcfg-rollout"}, engine.Options{Timeout: 30 * time.Second}).
+		SetNodeCondition(ctx, node, corev1.NodeCondition{Type: "KubeadmcfgRightsCheck", Status: corev1.ConditionTrue,
+			Reason: "E2E", LastTransitionTime: metav1.Now(), LastHeartbeatTime: metav1.Now()})
+	return err
+}
+
+// nodeStatusRights: c may patch its own Node's status, never other's.
+func nodeStatusRights(t *testing.T, who string, c kubernetes.Interface, own, other, refusal string) {
+	t.Helper()
+	if err := patchCondition(c, own); err != nil {
+		t.Errorf("%s cannot set a condition on its own Node %s: %v", who, own, err)
+	}
+	wantRefused(t, who+" sets a condition on node "+other, patchCondition(c, other), refusal)
+}
+
 func docRights(t *testing.T, d *docCluster) {
 	ctx := context.Background()
 	// The systemd recipe's identity: cp-1's kubeconfig.
@@ -263,6 +284,7 @@ func docRights(t *testing.T, d *docCluster) {
 		"the agent of node cp-1 may not change Lease kubeadmcfg-agent-cp-0, only its own, kubeadmcfg-agent-cp-1",
 		`User "kubeadmcfg-agent:cp-1" cannot`)
 	ownLeaseWorks(t, "kubeadmcfg-agent:cp-1", cp1, "cp-1")
+	nodeStatusRights(t, "kubeadmcfg-agent:cp-1", cp1, "cp-1", "cp-0", `User "kubeadmcfg-agent:cp-1" cannot patch resource "nodes/status"`)
 
 	// The DaemonSet's identity: tokens of its ServiceAccount bound to a Pod
 	// on each node, as the kubelet gets them for the DaemonSet's Pods (no
@@ -309,6 +331,7 @@ func docRights(t *testing.T, d *docCluster) {
 	othersLeaseRefused(t, d, "the ServiceAccount on cp-1", sa, "cp-0", saRefusal, saRefusal)
 	ownLeaseWorks(t, "the ServiceAccount on cp-1", sa, "cp-1")
 	ownLeaseWorks(t, "the ServiceAccount on cp-0", withToken(tokens["cp-0"]), "cp-0")
+	nodeStatusRights(t, "the ServiceAccount on cp-1", sa, "cp-1", "cp-0", "the agent of node cp-1 may not change the status of node cp-0, only its own")
 	_, err = withToken(unbound).CoordinationV1().Leases("kube-system").Create(ctx, leaseFor("cp-1"), metav1.CreateOptions{})
 	wantRefused(t, "a token bound to no Pod", err, "the identity system:serviceaccount:kube-system:kubeadmcfg-agent names no node")
 }
@@ -355,7 +378,7 @@ func (d *docCluster) unitAgent(t *testing.T, name, kubeconfig string) *exec.Cmd 
 	start, _ := u.Value("Service", "ExecStart")
 	_, argv := unitfile.Command(start)
 	argv = append(subst(argv), "--kubeconfig", kubeconfig, "--node-name", name, "--wait", docAgentWait.String(),
-		"--stop-grace", "20s", "--heartbeat-interval", agentHeartbeat.String())
+		"--stop-grace", "20s", "--heartbeat-interval", agentHeartbeat.String(), "--metrics-bind-address", metricsAddr(name))
 
 	script := []string{`set -eu`, `etc=$1; shift`, `stage=$(mktemp -d)`, `mount --bind "$etc" "$stage"`,
 		`mount -t tmpfs -o mode=0755 tmpfs "$etc"`,

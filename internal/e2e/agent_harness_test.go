@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -155,8 +156,21 @@ func (c *agentCluster) startAgent(t *testing.T, name string) *agentProcess {
 	t.Helper()
 	n := c.node(t, name)
 	args := append([]string{"kubeadmcfg", "agent", "--heartbeat-interval", agentHeartbeat.String(), "--wait", "90s",
-		"--stop-grace", "20s", "--kubeconfig", c.Kubeconfig, "--as", agentIdentity}, n.flags()...)
+		"--stop-grace", "20s", "--kubeconfig", c.Kubeconfig, "--as", agentIdentity, "--metrics-bind-address", metricsAddr(name)}, n.flags()...)
 	return c.runAgent(t, name, exec.Command("kubectl", args...))
+}
+
+// metricsAddr is where node name's agent serves its metrics in a test: the
+// nodes of a local control plane share their namespace's loopback, so each
+// agent has a port of its own, cp-N's the default port plus 10N, as the
+// local control plane moves its nodes' controller managers and schedulers
+// (10257+10N, 10259+10N).
+func metricsAddr(name string) string {
+	n, err := strconv.Atoi(strings.TrimPrefix(name, "cp-"))
+	if err != nil || !strings.HasPrefix(name, "cp-") {
+		panic("a local control-plane node is named cp-N, not " + name)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", 10268+10*n)
 }
 
 // runAgent starts cmd, an agent of node name, and keeps it until the

@@ -28,7 +28,7 @@ func TestAgentLogsAnOutageInItsOwnFormat(t *testing.T) {
 	dir := t.TempDir()
 	var log syncBuffer
 	agent := exec.Command("kubectl", "kubeadmcfg", "agent", "--node-name", "cp-outage", "--manifests-dir", filepath.Join(dir, "manifests"),
-		"--backup-dir", filepath.Join(dir, "backups"), "--heartbeat-interval", "2s", "--wait", "30s", "--stop-grace", "5s",
+		"--backup-dir", filepath.Join(dir, "backups"), "--heartbeat-interval", "2s", "--wait", "30s", "--stop-grace", "5s", "--metrics-bind-address", "0",
 		"--kubeconfig", p.Kubeconfig, "--context", testcluster.AdminContext, "-n", e.ns)
 	agent.Stderr = &log
 	if err := agent.Start(); err != nil {

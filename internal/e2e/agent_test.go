@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nodeagent "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/agent"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
@@ -29,22 +31,31 @@ func TestAgent(t *testing.T) {
 	}
 	c := startAgentCluster(t)
 	runSteps(t, c, []step[*agentCluster]{
-		{"a node out of sync after a patch, in sync after a rollout of it across 3 nodes, one at a time", agentSuccess},
-		{"a bad flag fails the first node, which rolls back; the others are untouched", agentBadFlag},
+		{"a node out of sync after a patch, in sync after a rollout of it across 3 nodes, one at a time; the alarm says so", agentSuccess},
+		{"a bad flag fails the first node, which rolls back; the others are untouched; cp-0's alarm says so", agentBadFlag},
 		{"a record edited into garbage is reported and changes nothing", agentGarbage},
 		{"an agent SIGKILLed mid-apply is seen lost, and restarted it completes its node", agentKilled},
 		{"an agent SIGKILLed while a bad flag crashes: restarted, it puts the node back on its manifests from before", agentKilledBadFlag},
 		{"a try not confirmed is reverted by the agents; a confirmed one stays", agentTry},
-		{"SIGTERM stops an agent cleanly: exit 0, no lease left", agentStop},
+		{"SIGTERM stops an agent cleanly: exit 0, no lease left, its Node's condition Unknown", agentStop},
 	})
 }
 
 func agentSuccess(t *testing.T, c *agentCluster) {
 	c.waitStates(t, "in sync", func(st *nodestate.State) bool { return st.InSync && st.Error == "" })
+	c.waitConditions(t, alarmWithin, corev1.ConditionFalse, c.every(nodestate.ReasonInSync))
+	c.nodesExitCode(t, exitcode.OK)
+	patched := time.Now()
 	c.patch(t, "--set", "apiServer.extraArgs.audit-log-maxbackup=7")
+	// The alarm: every Node out of date within the resync period, every
+	// agent's gauge at 0 for kube-apiserver, nodes --exit-code non-zero.
+	c.waitConditions(t, alarmWithin, corev1.ConditionTrue, c.every(nodestate.ReasonComponentsDiffer))
+	t.Logf("every Node carried %s=True %s after the patch", nodestate.ConditionType, time.Since(patched).Round(100*time.Millisecond))
 	c.waitStates(t, "kube-apiserver out of sync", func(st *nodestate.State) bool {
 		return !st.InSync && slices.Equal(st.Differs, []string{"kube-apiserver"})
 	})
+	c.wantGauges(t, 0, "kube-apiserver")
+	c.nodesExitCode(t, exitcode.OutOfSync)
 	id := c.start(t, 0)
 	s := c.waitEnded(t, 6*time.Minute)
 	if s.ID != id || s.Phase != rollout.Succeeded {
@@ -72,16 +83,37 @@ func agentSuccess(t *testing.T, c *agentCluster) {
 		t.Errorf("NodeStarted Events per node (-want +got):\n%s", diff)
 	}
 	c.waitStates(t, "in sync", func(st *nodestate.State) bool { return st.InSync && st.LastKnownGood != "" })
+	c.waitConditions(t, alarmWithin, corev1.ConditionFalse, c.every(nodestate.ReasonInSync))
+	c.wantGauges(t, 1)
+	c.nodesExitCode(t, exitcode.OK)
+	// One Event per transition, though the agents passed many times (a
+	// resync every 30s at least, and every change of the record).
+	c.wantNodeEvents(t, "oi")
 }
 
 func agentBadFlag(t *testing.T, c *agentCluster) {
 	before := c.allManifests(t)
 	good := c.liveDocument(t)
 	c.patch(t, "--set", "apiServer.extraArgs.no-such-flag=1")
+	c.waitConditions(t, alarmWithin, corev1.ConditionTrue, c.every(nodestate.ReasonComponentsDiffer))
+	outOfDate := map[string]metav1.Time{}
+	for _, name := range c.names() {
+		cond, _ := c.condition(t, name)
+		outOfDate[name] = cond.LastTransitionTime
+	}
 	id := c.start(t, 0)
 	s := c.waitEnded(t, 6*time.Minute)
 	if s.ID != id || s.Phase != rollout.Failed || !strings.Contains(s.Message, "node cp-0 failed and was rolled back") {
 		t.Fatalf("rollout %d: want Failed naming cp-0, got %+v", id, s)
+	}
+	// The seed's alarm: cp-0, rolled back, out of date because its turn
+	// failed; the other nodes as the patch left them.
+	c.waitConditions(t, alarmWithin, corev1.ConditionTrue, map[string]string{
+		"cp-0": nodestate.ReasonTurnRolledBack, "cp-1": nodestate.ReasonComponentsDiffer, "cp-2": nodestate.ReasonComponentsDiffer})
+	for _, name := range c.names() {
+		if cond, _ := c.condition(t, name); !cond.LastTransitionTime.Equal(new(outOfDate[name])) {
+			t.Errorf("node %s: its condition's last transition moved from %s to %s, though it stayed True", name, outOfDate[name], cond.LastTransitionTime)
+		}
 	}
 	first := s.Nodes[0]
 	if first.Phase != rollout.NodeRolledBack || !strings.Contains(first.Message, "kube-apiserver") {
@@ -105,6 +137,8 @@ func agentBadFlag(t *testing.T, c *agentCluster) {
 	// Back to the document every node runs.
 	c.putDocument(t, good)
 	c.waitStates(t, "in sync", func(st *nodestate.State) bool { return st.InSync })
+	c.waitConditions(t, alarmWithin, corev1.ConditionFalse, c.every(nodestate.ReasonInSync))
+	c.wantNodeEvents(t, "oioi")
 }
 
 func agentGarbage(t *testing.T, c *agentCluster) {
@@ -318,14 +352,22 @@ func agentTry(t *testing.T, c *agentCluster) {
 }
 
 func agentStop(t *testing.T, c *agentCluster) {
+	before := c.nodeEvents(t)
 	for _, name := range c.names() {
 		r := c.kill(t, name, syscall.SIGTERM)
 		if r.code != 0 || !strings.Contains(r.stderr, "deleted its lease") {
 			t.Errorf("agent of %s: want exit 0 after deleting its lease, got %s", name, r)
 		}
+		// Nothing checks the node any more, and its Node says so.
+		if cond, _ := c.condition(t, name); cond.Status != corev1.ConditionUnknown || cond.Reason != nodestate.ReasonAgentStopped {
+			t.Errorf("node %s after its agent stopped: %s=%s (%s), want Unknown (%s)", name, nodestate.ConditionType, cond.Status, cond.Reason, nodestate.ReasonAgentStopped)
+		}
 		if _, err := c.client.CoordinationV1().Leases("kube-system").Get(context.Background(), nodestate.LeaseName(name), metav1.GetOptions{}); err == nil {
 			t.Errorf("the lease of %s is still there", name)
 		}
+	}
+	if diff := cmp.Diff(before, c.nodeEvents(t)); diff != "" {
+		t.Errorf("a stop recorded an Event on a Node (-before +after)\n%s", diff)
 	}
 }
 

@@ -86,7 +86,8 @@ func (c *etcdCluster) wantNodes(t *testing.T, inSync, reason string) error {
 func (c *etcdCluster) startEtcdAgent(t *testing.T, n *testNode) {
 	t.Helper()
 	args := append([]string{"kubeadmcfg", "agent", "--heartbeat-interval", "2s", "--wait", "2m", "--stop-grace", "20s",
-		"--kubeconfig", c.Kubeconfig, "--as", agentIdentity, "--cert-dir", filepath.Join(n.Root, "etc", "kubernetes", "pki")}, n.flags()...)
+		"--kubeconfig", c.Kubeconfig, "--as", agentIdentity, "--cert-dir", filepath.Join(n.Root, "etc", "kubernetes", "pki"),
+		"--metrics-bind-address", metricsAddr(n.Name)}, n.flags()...)
 	p := &agentProcess{cmd: exec.Command("kubectl", args...), done: make(chan struct{})}
 	p.cmd.Stderr = &p.log
 	if err := p.cmd.Start(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -103,8 +104,12 @@ func (r *Runner) registerNode() {
 	}
 	now := metav1.Now()
 	node := r.node.DeepCopy()
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		Message: "static Pod runner is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}}
+	// Its own condition only, as a kubelet sets its own and patches them:
+	// another writer's (the agents' KubeadmConfigOutOfDate) stays. A copy
+	// older than another writer's change conflicts and is read again.
+	node.Status.Conditions = append(slices.DeleteFunc(node.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == corev1.NodeReady }),
+		corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			Message: "static Pod runner is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now})
 	if r.opts.Address != "" {
 		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: r.opts.Address}}
 	}

@@ -10,7 +10,10 @@
 //     turn.go, resume.go, try.go);
 //   - its node's state: whether the node runs what the live
 //     ClusterConfiguration renders to, published on its Lease
-//     (pkg/nodestate; state.go).
+//     (pkg/nodestate; state.go);
+//   - the alarm: the condition KubeadmConfigOutOfDate on its own Node, and
+//     an Event there when the node goes out of date and when it is back
+//     (condition.go); and what Prometheus scrapes (metrics.go).
 //
 // Each kind of work is a work: the loop hands every work the newest view of
 // the API, and a work does what the view asks of this node now. Every change
@@ -73,6 +76,7 @@ type Config struct {
 	reconfigure.Node
 	// Record reads and writes the rollout record (compare-and-swap, through
 	// Update); its namespace also holds the agent's Lease and the Events.
+	// It also writes the agent's condition on its own Node.
 	Record *engine.Engine
 	// Clock is the API server's clock: every stamp the agent writes, and
 	// the expiry of a try, go by it.
@@ -82,7 +86,8 @@ type Config struct {
 	NoEtcdSnapshot bool
 	// Upgrade reads and writes the upgrade record, in Record's namespace
 	// (Node.UpgradeConfigMap): the agents carry out an upgrade
-	// upgrade-apply started. Nil: this agent takes no upgrade step.
+	// upgrade-apply started, and the agent's metrics show its phase. Nil:
+	// this agent takes no upgrade step, and shows no upgrade.
 	Upgrade *engine.Engine
 	// KubeadmTemplate is the node's kubeadm of a given Kubernetes release,
 	// {version} standing for the version (packaged installs keep one per
@@ -159,12 +164,15 @@ type Agent struct {
 
 	records, configs, upgradeRecords mailbox
 
-	view     View
-	works    []work
-	rollouts *rollouts
-	upgrades *upgrades
-	state    *states
-	repeated map[string]string // the message last logged of a failure that repeats, by key
+	view       View
+	configSeen bool // kubeadm-config was read once (View.Config is nil when it does not exist)
+	works      []work
+	rollouts   *rollouts
+	upgrades   *upgrades
+	state      *states
+	condition  *conditions
+	repeated   map[string]string // the message last logged of a failure that repeats, by key
+	metrics    metrics           // what a scrape reads (metrics.go)
 }
 
 // New checks cfg and fills its defaults.
@@ -201,8 +209,9 @@ func New(cfg Config) (*Agent, error) {
 		cfg.KeepKubeadmBackups = DefaultKeepKubeadmBackups
 	}
 	a := &Agent{cfg: cfg, records: newMailbox(), configs: newMailbox(), upgradeRecords: newMailbox(), repeated: map[string]string{}}
-	a.rollouts, a.upgrades, a.state = &rollouts{a: a}, &upgrades{a: a}, &states{a: a}
-	a.works = []work{a.rollouts, a.upgrades, a.state}
+	a.rollouts, a.upgrades, a.state, a.condition = &rollouts{a: a}, &upgrades{a: a}, &states{a: a}, &conditions{a: a}
+	// The condition is judged from the state the state work has just found.
+	a.works = []work{a.rollouts, a.upgrades, a.state, a.condition}
 	return a, nil
 }
 
@@ -224,19 +233,20 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		return err
 	}
 	a.lease = lease
+	a.publish()
 	a.info("AgentStarted", "agent %s of node %s is running (lease %s)", a.cfg.Identity, a.cfg.Name, nodestate.LeaseName(a.cfg.Name))
 
 	// The followers' ends, one each: nil when told to stop, a panic
 	// recovered in one otherwise, which ends the agent (exit 10).
 	follow, stopFollowing := context.WithCancel(ctx)
-	type followed struct {
+	type follower struct {
 		e    *engine.Engine
 		box  *mailbox
 		what string
 	}
-	follows := []followed{{a.cfg.Record, &a.records, "the rollout record"}, {a.cfg.Config, &a.configs, "kubeadm-config"}}
+	follows := []follower{{a.cfg.Record, &a.records, "the rollout record"}, {a.cfg.Config, &a.configs, "kubeadm-config"}}
 	if a.cfg.Upgrade != nil {
-		follows = append(follows, followed{a.cfg.Upgrade, &a.upgradeRecords, "the upgrade record"})
+		follows = append(follows, follower{a.cfg.Upgrade, &a.upgradeRecords, "the upgrade record"})
 	}
 	followers, ended := 0, make(chan error, len(follows))
 	for _, f := range follows {
@@ -281,6 +291,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 			return err
 		case <-a.configs.ready:
 			a.view.Config, _ = a.configs.take()
+			a.configSeen = true
 		case <-a.records.ready:
 			if cm, _ := a.records.take(); !older(cm, a.view.Rollout) {
 				a.view.Rollout = cm
@@ -307,6 +318,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		default:
 		}
 		next := a.pass(ctx)
+		a.publish()
 		if ctx.Err() != nil {
 			return a.stop()
 		}
@@ -419,9 +431,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// stop ends a clean run: the Lease goes, so that no one takes this agent
-// for lost.
+// stop ends a clean run: the node's condition goes Unknown (nothing checks
+// it any more), and the Lease goes, so that no one takes this agent for
+// lost.
 func (a *Agent) stop() error {
+	a.condition.stopped()
 	if err := a.lease.Stop(); err != nil {
 		a.warn("AgentStopped", "agent %s stopped, but its lease stays: %s", a.cfg.Identity, exitcode.Message(err))
 		return nil

@@ -25,6 +25,9 @@ type states struct {
 	at    time.Time // when it was found (local monotonic clock)
 	last  *nodestate.State
 	stale bool // the node changed since: find it again on the next pass
+	// compared are the components the last state compared, in the
+	// order kubeadm renders them; nil when it could not compare.
+	compared []string
 }
 
 // changed says that the node changed (its turn ended): its state is found
@@ -36,6 +39,11 @@ func (w *states) changed() { w.stale = true }
 // it when it changed.
 func (w *states) do(ctx context.Context) time.Duration {
 	a := w.a
+	if !a.configSeen {
+		// Not read yet (another follower's first copy came first): the
+		// state would say kubeadm-config was not found, which is not so.
+		return 0
+	}
 	rv := ""
 	if a.view.Config != nil {
 		rv = a.view.Config.ResourceVersion
@@ -74,6 +82,7 @@ func (w *states) find(ctx context.Context) (st nodestate.State) {
 		st.CertificateExpires = stamp(a.cfg.CertificateExpires)
 	}
 	defer func() { st.CheckedAt = stamp(a.cfg.Clock.Now()) }()
+	w.compared = nil
 	t := a.cfg.Config.Target()
 	if lg, err := a.cfg.Store.LastGood(t.Namespace, t.Name, a.cfg.Name); err == nil {
 		st.LastKnownGood = lg.Name
@@ -104,6 +113,7 @@ func (w *states) find(ctx context.Context) (st nodestate.State) {
 	}
 	st.Differs = []string{}
 	for _, ch := range rep.Plan.Changes {
+		w.compared = append(w.compared, ch.Component.PodName())
 		if ch.Changed() {
 			st.Differs = append(st.Differs, ch.Component.PodName())
 		}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/managed"
 )
@@ -39,4 +40,51 @@ func (e *Engine) Event(ctx context.Context, cm *corev1.ConfigMap, eventType, rea
 		return APIError(err, "create", fmt.Sprintf("event on configmap %s/%s", cm.Namespace, cm.Name))
 	}
 	return nil
+}
+
+// NodeReportingController names the agents as the reporter of the Events
+// they record on their Nodes.
+const NodeReportingController = "kubeadmcfg.io/agent"
+
+// NodeEvent records an Event on node (of UID uid), as Event does on a
+// ConfigMap: `kubectl describe node` shows it. It is created in the
+// engine's namespace (kube-system, where the agents may create Events),
+// not in default as the kubelet's: an Event on a cluster-wide object may
+// live in kube-system when it carries an eventTime and says who reports it
+// (reportingController, reportingInstance: instance) and what it did
+// (action).
+func (e *Engine) NodeEvent(ctx context.Context, node string, uid types.UID, instance, eventType, reason, action, message string) error {
+	ctx, cancel := context.WithTimeout(ctx, min(e.opts.Timeout, 5*time.Second))
+	defer cancel()
+	now := time.Now()
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: node + ".",
+			Namespace:    e.target.Namespace,
+			Labels:       map[string]string{managed.Label: managed.By},
+		},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: node, UID: uid},
+		Type:           eventType, Reason: reason, Message: message, Action: action,
+		Source:              corev1.EventSource{Component: managed.By, Host: node},
+		FirstTimestamp:      metav1.NewTime(now),
+		LastTimestamp:       metav1.NewTime(now),
+		EventTime:           metav1.NewMicroTime(now),
+		Count:               1,
+		ReportingController: NodeReportingController,
+		ReportingInstance:   boundInstance(instance),
+	}
+	if _, err := e.client.CoreV1().Events(e.target.Namespace).Create(ctx, ev, metav1.CreateOptions{FieldManager: managed.By}); err != nil {
+		return APIError(err, "create", "event on node "+node)
+	}
+	return nil
+}
+
+// boundInstance fits a reporting instance in the 128 characters an Event
+// allows.
+func boundInstance(s string) string {
+	const limit = 128
+	if len(s) > limit {
+		return s[:limit]
+	}
+	return s
 }

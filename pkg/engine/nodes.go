@@ -2,10 +2,16 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/managed"
 )
 
 // ControlPlaneLabel marks kubeadm's control-plane nodes.
@@ -29,13 +35,63 @@ func (e *Engine) ControlPlaneNodes(ctx context.Context) ([]string, error) {
 }
 
 // Node reads one Node, bounded by the timeout: a kubelet's version and
-// readiness after an upgrade's kubelet step (get on nodes).
+// readiness after an upgrade's kubelet step. It lists the Node by name
+// (list on nodes, which the agents hold), not a get.
 func (e *Engine) Node(ctx context.Context, name string) (*corev1.Node, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
-	n, err := e.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	list, err := e.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 	if err != nil {
-		return nil, APIError(err, "get", "node "+name)
+		return nil, APIError(err, "list", "nodes")
 	}
-	return n, nil
+	for i := range list.Items {
+		if list.Items[i].Name == name {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, exitcode.NotFoundf("node %s not found", name)
+}
+
+// NodeCondition reads node's condition of type t: nil when the Node has
+// none. It lists the Node by name (list on nodes, which the agents hold),
+// not a get: no right beyond what a turn needs already.
+func (e *Engine) NodeCondition(ctx context.Context, node string, t corev1.NodeConditionType) (*corev1.NodeCondition, types.UID, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	defer cancel()
+	list, err := e.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", node).String()})
+	if err != nil {
+		return nil, "", APIError(err, "list", "nodes")
+	}
+	for _, n := range list.Items {
+		if n.Name != node {
+			continue
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == t {
+				return &c, n.UID, nil
+			}
+		}
+		return nil, n.UID, nil
+	}
+	return nil, "", exitcode.NotFoundf("node %s not found", node)
+}
+
+// SetNodeCondition writes one condition of node's status, and no other
+// field: a strategic merge patch of status.conditions, keyed by type, as
+// node-problem-detector writes its own, so that the kubelet's conditions
+// and anyone else's stay as they are (patch on nodes/status). It returns
+// the Node's UID, for its Events.
+func (e *Engine) SetNodeCondition(ctx context.Context, node string, c corev1.NodeCondition) (types.UID, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	defer cancel()
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{c}}})
+	if err != nil {
+		return "", err
+	}
+	n, err := e.client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{FieldManager: managed.By}, "status")
+	if err != nil {
+		return "", APIError(err, "patch", "the status of node "+node)
+	}
+	return n.UID, nil
 }

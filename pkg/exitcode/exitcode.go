@@ -38,6 +38,11 @@ const (
 	// starts, so that it never ends the process with Go's own exit 2, the
 	// usage code.
 	Internal Code = 10
+
+	// OutOfSync is no failure: `nodes --exit-code` found a control-plane
+	// node not known to run the live kubeadm-config document (out of sync,
+	// or unknown), as `git diff --exit-code` exits 1 on a difference.
+	OutOfSync Code = 11
 )
 
 // Error is an error that knows the exit code it should end the process with.
@@ -56,6 +61,15 @@ func New(code Code, err error) error {
 	}
 	return &Error{Code: code, Err: err}
 }
+
+// Quiet is an exit status that is no failure: the process exits with code
+// and prints no error line, as `git diff --exit-code` says nothing more
+// than its output and its status.
+func Quiet(code Code) error { return &Error{Code: code, Err: quiet{}} }
+
+type quiet struct{}
+
+func (quiet) Error() string { return "" }
 
 // Usagef reports a usage error: the command line cannot be acted on.
 func Usagef(format string, a ...any) error { return New(Usage, fmt.Errorf(format, a...)) }

@@ -24,6 +24,7 @@ func TestFromError(t *testing.T) {
 		{"unauthorized", apierrors.NewUnauthorized("no"), Forbidden},
 		{"not found", apierrors.NewNotFound(cm, "x"), NotFound},
 		{"conflict", apierrors.NewConflict(cm, "x", errors.New("rv")), Conflict},
+		{"quiet", Quiet(OutOfSync), OutOfSync},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := FromError(tc.err); got != tc.want {
@@ -37,5 +38,11 @@ func TestMessageIsOneLine(t *testing.T) {
 	got := Message(fmt.Errorf("first line\n  second   line%s", "\n"))
 	if want := "first line; second line"; got != want {
 		t.Fatalf("Message = %q, want %q", got, want)
+	}
+}
+
+func TestQuietSaysNothing(t *testing.T) {
+	if msg := Message(Quiet(OutOfSync)); msg != "" {
+		t.Fatalf("Message = %q, want nothing", msg)
 	}
 }

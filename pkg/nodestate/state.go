@@ -4,8 +4,11 @@
 // whose annotation carries the node's State (whether the node runs what the
 // live ClusterConfiguration renders to). The agent writes it; the
 // operator's verbs (a rollout's preflight, rollout status, nodes) read it
-// and judge each agent alive or lost by its Lease. It holds values only and
-// makes no API call.
+// and judge each agent alive or lost by its Lease. The agent also keeps the
+// Node condition KubeadmConfigOutOfDate on its own Node (OutOfDate judges
+// it from the node's state and its last turn in a rollout), so that
+// monitoring sees what nodes sees. It holds values only and makes no API
+// call.
 package nodestate
 
 import (

@@ -383,3 +383,37 @@ func (p *Plan) Diagram() string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Phase is where an upgrade stands, coarser than its state: the same few
+// words whatever the plan, for monitoring to alert on.
+type Phase string
+
+// The phases of an upgrade.
+const (
+	// PhaseWaiting: started, or between steps; no step runs.
+	PhaseWaiting Phase = "Waiting"
+	// PhaseStepInProgress: a step is under way.
+	PhaseStepInProgress Phase = "StepInProgress"
+	// PhaseStepFailed: a step failed, and waits for a retry or an abort.
+	PhaseStepFailed Phase = "StepFailed"
+	// PhaseOver: complete, or aborted.
+	PhaseOver Phase = "Over"
+)
+
+// Phases lists every phase, in order.
+func Phases() []Phase {
+	return []Phase{PhaseWaiting, PhaseStepInProgress, PhaseStepFailed, PhaseOver}
+}
+
+// Phase says which phase an upgrade in s is in.
+func (p *Plan) Phase(s State) Phase {
+	switch {
+	case p.Over(s):
+		return PhaseOver
+	case p.Failed(s):
+		return PhaseStepFailed
+	case p.InProgress(s):
+		return PhaseStepInProgress
+	}
+	return PhaseWaiting
+}

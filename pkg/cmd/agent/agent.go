@@ -71,9 +71,22 @@ bind port) refuses to start (exit 4): that server is down exactly when the
 agent must record its node's outcome. It must reach the API through the
 controlPlaneEndpoint, as the recipe in docs/rollout.md makes its kubeconfig.
 
+It keeps the condition KubeadmConfigOutOfDate on its own Node ('kubectl
+describe node'): True while the node's control plane does not run the live
+kubeadm-config document or its last turn failed (reason ComponentsDiffer,
+TurnRolledBack, RollbackFailed), False when it runs it (InSync), Unknown
+when it cannot tell. The Node is written only when the condition changes,
+and an Event on it says when the node goes out of date and when it is back.
+With --metrics-bind-address (127.0.0.1:10268 by default; 0 turns it off) it
+serves Prometheus metrics on /metrics: kubeadmcfg_node_in_sync per
+component, the condition, its last turn's outcome and duration, its
+heartbeat, its certificate's expiry, the rollout's and the upgrade's phase.
+hack/prometheus-rules.yaml alerts on them.
+
 On SIGTERM or SIGINT the agent gives a turn in progress --stop-grace to
 finish, then interrupts it (it is rolled back, within --wait per component),
-records the outcome, deletes its Lease and exits 0.
+records the outcome, sets its Node's condition Unknown (AgentStopped),
+deletes its Lease and exits 0.
 
 It logs one line per event on stderr: the API server's time, info or
 warning, a reason (NodeStarted, NodeUpdated, NodeRolledBack, TryExpired,
@@ -86,7 +99,10 @@ const agentExample = `  # Run this node's agent, as the systemd unit in hack/ do
   kubectl kubeadmcfg agent --kubeconfig /etc/kubernetes/kubeadmcfg-agent.conf
 
   # A node with kubeadm patches, whose components may take 3 minutes to come up
-  kubectl kubeadmcfg agent --node-name cp-1 --patches /etc/kubernetes/patches --wait 3m`
+  kubectl kubeadmcfg agent --node-name cp-1 --patches /etc/kubernetes/patches --wait 3m
+
+  # Metrics on the node's address, for a Prometheus outside the node
+  kubectl kubeadmcfg agent --metrics-bind-address 192.0.2.11:10268`
 
 // Options runs the agent of this node.
 type Options struct {
@@ -100,6 +116,9 @@ type Options struct {
 	KubeletConfig         string
 	IgnorePreflightErrors []string
 	KeepKubeadmBackups    int
+	// MetricsBindAddress is where /metrics is served, HOST:PORT; "0" serves
+	// none.
+	MetricsBindAddress string
 
 	cmd    *cobra.Command
 	config nodeagent.Config
@@ -111,7 +130,7 @@ func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStream
 	return &Options{Cluster: cluster, ReconfigureFlags: cmdutil.NewReconfigureFlags(),
 		HeartbeatInterval: nodestate.DefaultHeartbeat, StopGrace: nodeagent.DefaultStopGrace,
 		KubeletRestart: strings.Join(nodeagent.DefaultKubeletRestart, " "), KubeletConfig: "/var/lib/kubelet/config.yaml",
-		KeepKubeadmBackups: nodeagent.DefaultKeepKubeadmBackups, IOStreams: streams}
+		KeepKubeadmBackups: nodeagent.DefaultKeepKubeadmBackups, MetricsBindAddress: DefaultMetricsBindAddress, IOStreams: streams}
 }
 
 // NewCmdAgent builds the agent command.
@@ -148,6 +167,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.KubeletConfig, "kubelet-config", o.KubeletConfig, "Upgrades: the kubelet's configuration file, which says where its /healthz answers")
 	fs.StringSliceVar(&o.IgnorePreflightErrors, "ignore-preflight-errors", o.IgnorePreflightErrors, "Upgrades: kubeadm's preflight checks to ignore on this node, as kubeadm's flag of that name")
 	fs.IntVar(&o.KeepKubeadmBackups, "keep-kubeadm-backups", o.KeepKubeadmBackups, "Upgrades: how many of each kind of backup directory kubeadm leaves in /etc/kubernetes/tmp to keep")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "HOST:PORT to serve Prometheus metrics on (/metrics); 0 serves none")
 }
 
 // Complete fills the node name and builds the clients and engines.
@@ -176,14 +196,15 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	// The upgrade record, which the agents move step by step with
-	// compare-and-swap writes; without the write queue, as the rollout
-	// record: one node writes it at a time.
+	// compare-and-swap writes (without the write queue, as the rollout
+	// record: one node writes it at a time), and whose phase the metrics
+	// show.
 	upgradeRecord := engine.New(c.Client, engine.Target{Namespace: o.Cluster.Namespace(), Name: o.StateConfigMap},
 		engine.Options{FieldManager: managed.By})
 	o.config = nodeagent.Config{
-		Node: o.NodeFor(config, c.Server, c.Clock.Now), Record: record, Clock: c.Clock,
+		Node: o.NodeFor(config, c.Server, c.Clock.Now), Record: record, Upgrade: upgradeRecord, Clock: c.Clock,
 		Wait: o.Wait, NoEtcdSnapshot: o.NoEtcdSnapshot,
-		Upgrade: upgradeRecord, KubeadmTemplate: o.KubeadmTemplate, KubeletRestart: strings.Fields(o.KubeletRestart),
+		KubeadmTemplate: o.KubeadmTemplate, KubeletRestart: strings.Fields(o.KubeletRestart),
 		KubeletConfig: o.KubeletConfig, IgnorePreflightErrors: o.IgnorePreflightErrors, KeepKubeadmBackups: o.KeepKubeadmBackups,
 		Heartbeat: o.HeartbeatInterval, StopGrace: o.StopGrace, Version: version.Version, CertificateExpires: expires, Log: o.logLine,
 	}
@@ -207,6 +228,9 @@ func (o *Options) Validate() error {
 	if o.KeepKubeadmBackups < 1 {
 		return exitcode.Usagef("--keep-kubeadm-backups must be at least 1, not %d", o.KeepKubeadmBackups)
 	}
+	if err := validateBindAddress(o.MetricsBindAddress); err != nil {
+		return err
+	}
 	return o.ReconfigureFlags.Validate()
 }
 
@@ -219,6 +243,11 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	stop, err := serveMetrics(o.MetricsBindAddress, a.MetricsHandler(), o.logLine)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	return a.Run(ctx)
 }
 

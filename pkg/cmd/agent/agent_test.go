@@ -1,6 +1,10 @@
 package agent
 
 import (
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +12,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/cmdtest"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
 func TestAgentValidate(t *testing.T) {
@@ -29,5 +34,36 @@ func TestAgentValidate(t *testing.T) {
 		{"manifests dir", o(func(o *Options) { o.ManifestsDir = "" }), "--manifests-dir must not be empty"},
 		{"kubeadm", o(func(o *Options) { o.Kubeadm = " " }), "--kubeadm must not be empty"},
 		{"keep", o(func(o *Options) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
+		{"metrics off", o(func(o *Options) { o.MetricsBindAddress = "0" }), ""},
+		{"metrics on every address", o(func(o *Options) { o.MetricsBindAddress = ":10268" }), ""},
+		{"metrics on an IPv6 address", o(func(o *Options) { o.MetricsBindAddress = "[::1]:9999" }), ""},
+		{"metrics without a port", o(func(o *Options) { o.MetricsBindAddress = "127.0.0.1" }),
+			`--metrics-bind-address must be HOST:PORT with a port of 1-65535 (or 0 to serve no metrics), not "127.0.0.1"`},
+		{"metrics on port 0", o(func(o *Options) { o.MetricsBindAddress = "127.0.0.1:0" }),
+			`--metrics-bind-address must be HOST:PORT with a port of 1-65535 (or 0 to serve no metrics), not "127.0.0.1:0"`},
+		{"metrics on a named port", o(func(o *Options) { o.MetricsBindAddress = "127.0.0.1:http" }),
+			`--metrics-bind-address must be HOST:PORT with a port of 1-65535 (or 0 to serve no metrics), not "127.0.0.1:http"`},
+		{"metrics on a port out of range", o(func(o *Options) { o.MetricsBindAddress = "127.0.0.1:70000" }),
+			`--metrics-bind-address must be HOST:PORT with a port of 1-65535 (or 0 to serve no metrics), not "127.0.0.1:70000"`},
 	})
+}
+
+// An address already taken fails the agent before it starts, naming the
+// flag; "0" serves nothing.
+func TestServeMetrics(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	h := http.NotFoundHandler()
+	_, err = serveMetrics(ln.Addr().String(), h, nil)
+	if exitcode.FromError(err) != exitcode.Failure || !strings.Contains(fmt.Sprint(err), "cannot serve metrics on --metrics-bind-address "+ln.Addr().String()) {
+		t.Errorf("a taken address: got %v (exit %d)", err, exitcode.FromError(err))
+	}
+	stop, err := serveMetrics("0", h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
 }

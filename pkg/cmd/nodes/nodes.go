@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
@@ -40,13 +41,20 @@ the agent last renewed its Lease.
 
 Control-plane nodes are the nodes labelled node-role.kubernetes.io/control-plane
 (listing them needs list on nodes); a node with an agent but without the
-label is shown too. Exit 0 whatever the nodes' state.`
+label is shown too. Exit 0 whatever the nodes' state; with --exit-code, as
+'git diff --exit-code', exit 11 (printing the table all the same, and no
+error) unless every node's IN-SYNC is yes: one out of sync, or unknown
+(no agent, no state, a state found for an older document), or no node at
+all. Errors keep their own codes (1-10), so a script tells them apart.`
 
 const nodesExample = `  # Which control-plane nodes run the live document
   kubectl kubeadmcfg nodes
 
   # As JSON, with each agent's published state
-  kubectl kubeadmcfg nodes -o json`
+  kubectl kubeadmcfg nodes -o json
+
+  # In a script: 0 when every node runs the live document, 11 when not
+  kubectl kubeadmcfg nodes --exit-code >/dev/null || echo "exit $?"`
 
 // Options show the nodes' published state.
 type Options struct {
@@ -54,6 +62,8 @@ type Options struct {
 	Print      *cmdutil.PrintFlags
 	Retry      *cmdutil.RetryFlags
 	StaleAfter time.Duration
+	// ExitCode exits 11 (exitcode.OutOfSync) unless every node is in sync.
+	ExitCode bool
 
 	op *operator.Rollouts
 	genericiooptions.IOStreams
@@ -102,6 +112,7 @@ func NewCmdNodes(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStrea
 		},
 	}
 	cmd.Flags().DurationVar(&o.StaleAfter, "stale-after", o.StaleAfter, cmdutil.StaleAfterHelp)
+	cmd.Flags().BoolVar(&o.ExitCode, "exit-code", o.ExitCode, "Exit 11 unless every node runs the live document (IN-SYNC yes), as git diff --exit-code does")
 	cmdutil.AddTimeoutFlag(cmd, &o.Retry.Timeout)
 	o.Print.AddFlags(cmd)
 	return cmd
@@ -159,6 +170,17 @@ func (o *Options) Run(ctx context.Context) error {
 		v.Nodes = append(v.Nodes, Row{Name: n, ControlPlane: slices.Contains(cps, n), Agent: a, InSync: sync, InSyncReason: why})
 	}
 	o.warnCertificates(v)
+	if err := o.print(v); err != nil {
+		return err
+	}
+	if o.ExitCode {
+		return exitStatus(v)
+	}
+	return nil
+}
+
+// print prints the view as -o asks.
+func (o *Options) print(v *View) error {
 	if !o.Print.Human() {
 		return o.Print.Print(o.Out, v)
 	}
@@ -167,6 +189,21 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	return printNodes(o.Out, v)
+}
+
+// exitStatus is what --exit-code makes of the view: nil when every node
+// is known to run the live document, exit 11 otherwise, quietly (the table
+// said which). No node at all is not "every node in sync".
+func exitStatus(v *View) error {
+	if len(v.Nodes) == 0 {
+		return exitcode.Quiet(exitcode.OutOfSync)
+	}
+	for _, r := range v.Nodes {
+		if r.InSync != nodestate.SyncYes {
+			return exitcode.Quiet(exitcode.OutOfSync)
+		}
+	}
+	return nil
 }
 
 // warnCertificates warns on stderr of the agents whose certificates run

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/cmdtest"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 )
 
@@ -25,7 +26,31 @@ func TestNodesValidate(t *testing.T) {
 		{"valid", opts(func(*Options) {}), ""},
 		{"stale-after", opts(func(o *Options) { o.StaleAfter = 500 * time.Millisecond }), "--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not 500ms"},
 		{"timeout", opts(func(o *Options) { o.Retry.Timeout = 0 }), "--timeout must be positive, not 0s"},
+		{"exit-code", opts(func(o *Options) { o.ExitCode = true }), ""},
 	})
+}
+
+// --exit-code: 0 only when every node is known to run the live document;
+// 11, saying nothing more, for one out of sync or unknown, or no node.
+func TestExitStatus(t *testing.T) {
+	row := func(s nodestate.Sync) Row { return Row{Name: "cp", InSync: s} }
+	for _, tc := range []struct {
+		name string
+		rows []Row
+		want exitcode.Code
+	}{
+		{"every node in sync", []Row{row(nodestate.SyncYes), row(nodestate.SyncYes)}, exitcode.OK},
+		{"one out of sync", []Row{row(nodestate.SyncYes), row(nodestate.SyncNo)}, exitcode.OutOfSync},
+		{"one unknown", []Row{row(nodestate.SyncUnknown), row(nodestate.SyncYes)}, exitcode.OutOfSync},
+		{"no node", nil, exitcode.OutOfSync},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := exitStatus(&View{Nodes: tc.rows})
+			if got := exitcode.FromError(err); got != tc.want || err != nil && exitcode.Message(err) != "" {
+				t.Errorf("got exit %d (%v), want exit %d and no message", got, err, tc.want)
+			}
+		})
+	}
 }
 
 func TestPrintNodes(t *testing.T) {

@@ -1,0 +1,169 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
+)
+
+// The Events an agent records on its Node, one per transition of its
+// condition between out of date and in date.
+const (
+	EventOutOfDate = "KubeadmConfigOutOfDate"
+	EventInSync    = "KubeadmConfigInSync"
+)
+
+// conditions is the work of keeping the condition KubeadmConfigOutOfDate
+// on the agent's own Node (nodestate.OutOfDate judges it from the node's
+// state, found by the state work just before, and its last turn), and an
+// Event on the Node when it goes out of date and when it is back. The
+// Node is written only when the condition's status, reason or message
+// change: never on a resync that finds nothing new.
+type conditions struct {
+	a *Agent
+
+	read    bool                   // the Node's condition was read (at start, and again after a failed write)
+	uid     types.UID              // the Node's, for its Events
+	shown   *corev1.NodeCondition  // the condition as the Node shows it, as last read or written
+	verdict corev1.ConditionStatus // True or False as the last Event (or the Node at start) told; "" when none did
+	current nodestate.Condition    // what the agent judges now, for the metrics
+	refused int                    // writes refused in a row: retried with a backoff
+}
+
+// do judges the condition and writes it when it changed.
+func (w *conditions) do(ctx context.Context) time.Duration {
+	a := w.a
+	if !a.configSeen {
+		// Nothing to judge before kubeadm-config was first read: the state
+		// would say it was not found.
+		return 0
+	}
+	w.current = nodestate.OutOfDate(a.cfg.Name, a.state.last, lastRollout(a.view.Rollout))
+	if !a.holds() {
+		return w.backoff()
+	}
+	if !w.readNode(ctx) {
+		return w.backoff()
+	}
+	if !w.write(ctx, w.current) {
+		return w.backoff()
+	}
+	w.refused = 0
+	return 0
+}
+
+// readNode reads the condition the Node shows, once: a restarted agent
+// finds what its predecessor wrote, and neither writes it again nor
+// repeats its Event.
+func (w *conditions) readNode(ctx context.Context) bool {
+	a := w.a
+	if w.read {
+		return true
+	}
+	c, uid, err := a.cfg.Record.NodeCondition(ctx, a.cfg.Name, nodestate.ConditionType)
+	if err != nil {
+		a.warnOnce("ConditionFailed", "read", "cannot read the condition %s of node %s: %s; trying again",
+			nodestate.ConditionType, a.cfg.Name, exitcode.Message(err))
+		return false
+	}
+	a.recovered("ConditionFailed", "read")
+	w.read, w.uid, w.shown = true, uid, c
+	if c != nil && (c.Status == corev1.ConditionTrue || c.Status == corev1.ConditionFalse) {
+		w.verdict = c.Status
+	}
+	return true
+}
+
+// write puts c on the Node unless it shows it already, keeping the time of
+// the last transition unless the status changes, and records the Event of
+// a transition once the Node shows it.
+func (w *conditions) write(ctx context.Context, c nodestate.Condition) bool {
+	a := w.a
+	if s := w.shown; s != nil && s.Status == c.Status && s.Reason == c.Reason && s.Message == c.Message {
+		return true
+	}
+	now := metav1.NewTime(a.cfg.Clock.Now().Truncate(time.Second))
+	next := corev1.NodeCondition{Type: nodestate.ConditionType, Status: c.Status, Reason: c.Reason, Message: c.Message,
+		LastHeartbeatTime: now, LastTransitionTime: now}
+	if s := w.shown; s != nil && s.Status == c.Status {
+		next.LastTransitionTime = s.LastTransitionTime
+	}
+	uid, err := a.cfg.Record.SetNodeCondition(ctx, a.cfg.Name, next)
+	if err != nil {
+		a.warnOnce("ConditionFailed", "write", "cannot set the condition %s of node %s: %s; trying again",
+			nodestate.ConditionType, a.cfg.Name, exitcode.Message(err))
+		return false
+	}
+	a.recovered("ConditionFailed", "write")
+	w.uid, w.shown = uid, &next
+	a.info("NodeCondition", "node %s: %s=%s (%s): %s", a.cfg.Name, nodestate.ConditionType, c.Status, c.Reason, c.Message)
+	w.transition(ctx, c)
+	return true
+}
+
+// transition records an Event on the Node when c changes the verdict:
+// out of date (from in date, or from nothing known), or back in date from
+// out of date. Unknown is no verdict: an agent that could not tell for a
+// while says nothing again when it finds what it found before.
+func (w *conditions) transition(ctx context.Context, c nodestate.Condition) {
+	switch {
+	case c.Status == corev1.ConditionTrue && w.verdict != corev1.ConditionTrue:
+		w.nodeEvent(ctx, corev1.EventTypeWarning, EventOutOfDate, c.Message)
+	case c.Status == corev1.ConditionFalse && w.verdict == corev1.ConditionTrue:
+		w.nodeEvent(ctx, corev1.EventTypeNormal, EventInSync, c.Message)
+	}
+	if c.Status != corev1.ConditionUnknown {
+		w.verdict = c.Status
+	}
+}
+
+// nodeEvent records an Event on the Node, best effort, as the record's.
+func (w *conditions) nodeEvent(ctx context.Context, eventType, reason, message string) {
+	a := w.a
+	if err := a.cfg.Record.NodeEvent(context.WithoutCancel(ctx), a.cfg.Name, w.uid, a.cfg.Identity, eventType, reason, "Check", message); err != nil {
+		a.warn("EventFailed", "the %s Event on node %s could not be recorded: %s", reason, a.cfg.Name, exitcode.Message(err))
+	}
+}
+
+// stopped leaves the condition Unknown when the agent stops cleanly (with
+// its own bound: the agent is on its way out). A killed agent cannot: the
+// agent-down alert covers it (docs/rollout.md).
+func (w *conditions) stopped() {
+	a := w.a
+	if a.lease == nil || a.lease.Held() != nil {
+		return // another agent of the node may be writing it
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if w.readNode(ctx) {
+		w.write(ctx, nodestate.Stopped(a.cfg.Name, a.cfg.Identity))
+	}
+}
+
+// backoff is the wait before trying again after a failed read or write:
+// one second, doubling, up to Resync.
+func (w *conditions) backoff() time.Duration {
+	w.refused++
+	return min(time.Second<<min(w.refused-1, 10), w.a.cfg.Resync)
+}
+
+// lastRollout is the rollout record's current or last rollout, nil when
+// none was recorded or the record cannot be read (a damaged record tells
+// nothing about turns).
+func lastRollout(cm *corev1.ConfigMap) *rollout.Status {
+	if cm == nil {
+		return nil
+	}
+	r, err := rollout.FromConfigMap(cm)
+	if err != nil {
+		return nil
+	}
+	return r.Status
+}
