@@ -74,11 +74,19 @@ func uploadConfigInside(t *testing.T) {
 			c.before = c.document(t)
 		}},
 		{"kubeadm's own upload-config kubeadm phase reads kubeadm-config when it starts, and writes it back", func(t *testing.T, c *uploadCluster) {
+			rbac := c.nodesKubeadmConfigRBAC(t)
 			out := c.kubeadm(t, cp0, append(c.phaseArgs(t, cp0, "apply", "upload-config kubeadm"), "-v=6")...)
 			read, write := kubeadmConfigWindow(t, out)
 			t.Logf("the phase alone: kubeadm read kubeadm-config, then wrote it back %s later", write.Sub(read))
 			c.phaseWrote = c.document(t)
 			c.wantKubeadmConfig(t, c.to.Version)
+			// The phase also writes the Role and RoleBinding that let nodes
+			// read kubeadm-config, as kubeadm init made them: unchanged (an
+			// update that changes nothing keeps the resourceVersion), so the
+			// agent, which skips the phase, has nothing to write there.
+			if after := c.nodesKubeadmConfigRBAC(t); after != rbac {
+				t.Errorf("kubeadm's phase changed the Role or RoleBinding kubeadm:nodes-kubeadm-config: resourceVersions %s, then %s", rbac, after)
+			}
 		}},
 		{"(a) with nobody else writing, the engine writes byte for byte what kubeadm's phase wrote", func(t *testing.T, c *uploadCluster) {
 			c.restore(t, c.before)
@@ -191,6 +199,22 @@ func (c *uploadCluster) kubeadmOf(t *testing.T, n upgradeNode, bin string) uploa
 		bin = c.kubeadmPath(n)
 	}
 	return uploadconfig.Kubeadm{Path: bin, Config: c.writeUpgradeConfig(t, n)}
+}
+
+// nodesKubeadmConfigRBAC is the resourceVersions of the Role and the
+// RoleBinding kubeadm:nodes-kubeadm-config.
+func (c *uploadCluster) nodesKubeadmConfigRBAC(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	role, err := c.client.RbacV1().Roles("kube-system").Get(ctx, "kubeadm:nodes-kubeadm-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	binding, err := c.client.RbacV1().RoleBindings("kube-system").Get(ctx, "kubeadm:nodes-kubeadm-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return role.ResourceVersion + "/" + binding.ResourceVersion
 }
 
 // document is kubeadm-config's ClusterConfiguration.

@@ -28,6 +28,13 @@
 //
 // With nobody else writing, the engine writes exactly the bytes kubeadm's
 // phase would have written.
+//
+// The phase also makes sure of the Role and RoleBinding
+// kubeadm:nodes-kubeadm-config, which let nodes read kubeadm-config: kubeadm
+// init made them, and kubeadm 1.37 writes them exactly as 1.36 does
+// (phases/uploadconfig is unchanged between the two), so skipping the phase
+// leaves them as they should be. A kubeadm that changed them would need
+// them written too.
 package uploadconfig
 
 import (
@@ -80,10 +87,11 @@ type Result struct {
 // says what kubeadm would write is not written again, so a re-run after a
 // failure is harmless.
 //
-// Errors: a *KubeadmError or *OutputError when kubeadm could not say; a
-// *clusterconfig.MergeConflictError (exit 4) when another writer changed the
-// same fields as kubeadm in each of MaxKubeadmRuns rounds; the engine's
-// errors otherwise (validation, API). Nothing is written on any error.
+// Errors: a *KubeadmError or *OutputError when kubeadm could not say (the
+// Result is then nil); a *clusterconfig.MergeConflictError (exit 4) when
+// another writer changed the same fields as kubeadm in each of
+// MaxKubeadmRuns rounds; the engine's errors otherwise (validation, API),
+// with the engine's result. Nothing is written on any error.
 func UpgradeDocument(ctx context.Context, eng *engine.Engine, kubeadm Uploader) (*Result, error) {
 	if eng.Target() != Target {
 		return nil, exitcode.Usagef("kubeadm's upload-config writes %s key %s, not %s key %s", Target, Target.Key, eng.Target(), eng.Target().Key)
