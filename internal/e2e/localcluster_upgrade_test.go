@@ -46,6 +46,14 @@ func TestLocalClusterUpgradeByHand(t *testing.T) {
 		upgradeInside(t)
 		return
 	}
+	runInPreviousRelease(t, 14*time.Minute)
+}
+
+// runInPreviousRelease starts `localcluster run` with three stacked-etcd
+// nodes of the previous release and runs the test again inside it, for up
+// to timeout; the test's steps run there (newUpgradeCluster).
+func runInPreviousRelease(t *testing.T, timeout time.Duration) {
+	t.Helper()
 	tool := filepath.Join(s.binDir, "localcluster")
 	bins, err := testcluster.FindBinaries()
 	if err != nil {
@@ -58,14 +66,14 @@ func TestLocalClusterUpgradeByHand(t *testing.T) {
 	}
 	cmd := exec.Command(tool, "run", "--nodes", "3", "--etcd", "stacked", "--kubernetes-version", bins.Previous.Version,
 		"--dir", filepath.Join(dir, "cluster"), "--",
-		"env", testcluster.NetnsEnv+"=1", self, "-test.run", "^TestLocalClusterUpgradeByHand$", "-test.v", "-test.count=1", "-test.timeout", "14m")
+		"env", testcluster.NetnsEnv+"=1", self, "-test.run", "^"+t.Name()+"$", "-test.v", "-test.count=1", "-test.timeout", timeout.String())
 	p := startProcess(t, cmd)
-	r := p.wait(t, 16*time.Minute)
+	r := p.wait(t, timeout+2*time.Minute)
 	for _, line := range strings.Split(strings.TrimRight(r.stdout, "\n"), "\n") {
 		t.Log("inside: " + line)
 	}
-	if r.code != 0 || !strings.Contains(r.stdout, "--- PASS: TestLocalClusterUpgradeByHand") {
-		t.Fatalf("the upgrade inside the run failed: exit %d\nstderr:\n%s", r.code, r.stderr)
+	if r.code != 0 || !strings.Contains(r.stdout, "--- PASS: "+t.Name()) {
+		t.Fatalf("the test inside the run failed: exit %d\nstderr:\n%s", r.code, r.stderr)
 	}
 	if left := processesNaming(t, dir); left != "" {
 		t.Errorf("processes outlived run:\n%s", left)
@@ -89,27 +97,7 @@ type upgradeCluster struct {
 }
 
 func upgradeInside(t *testing.T) {
-	bins, err := testcluster.FindBinaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &upgradeCluster{bins: bins, from: bins.Previous, to: bins.Current()}
-	if got := os.Getenv("LOCALCLUSTER_KUBERNETES_VERSION"); got != c.from.Version {
-		t.Fatalf("LOCALCLUSTER_KUBERNETES_VERSION=%q, want %s", got, c.from.Version)
-	}
-	for i, name := range strings.Fields(os.Getenv("LOCALCLUSTER_NODES")) {
-		v := func(k string) string { return os.Getenv(fmt.Sprintf("LOCALCLUSTER_%d_%s", i, k)) }
-		c.nodes = append(c.nodes, upgradeNode{index: i, name: name, dir: v("DIR"), patches: v("PATCHES"),
-			template: v("KUBEADM_TEMPLATE"), restart: v("KUBELET_RESTART"), faults: v("FAULTS"), healthz: v("KUBELET_HEALTHZ")})
-	}
-	if len(c.nodes) != 3 {
-		t.Fatalf("want 3 nodes, got LOCALCLUSTER_NODES=%q", os.Getenv("LOCALCLUSTER_NODES"))
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.client = kubernetes.NewForConfigOrDie(cfg)
+	c := newUpgradeCluster(t)
 	runSteps(t, c, []step[*upgradeCluster]{
 		{"every node runs the previous release, its kubelet reports it, Ready, and serves /healthz where its config.yaml says", func(t *testing.T, c *upgradeCluster) {
 			for _, n := range c.nodes {
@@ -240,6 +228,34 @@ func upgradeInside(t *testing.T) {
 			c.wantKubelets(t, c.to.Version)
 		}},
 	})
+}
+
+// newUpgradeCluster is the run's cluster, from the variables run gives
+// the test inside it, at the previous release.
+func newUpgradeCluster(t *testing.T) *upgradeCluster {
+	t.Helper()
+	bins, err := testcluster.FindBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &upgradeCluster{bins: bins, from: bins.Previous, to: bins.Current()}
+	if got := os.Getenv("LOCALCLUSTER_KUBERNETES_VERSION"); got != c.from.Version {
+		t.Fatalf("LOCALCLUSTER_KUBERNETES_VERSION=%q, want %s", got, c.from.Version)
+	}
+	for i, name := range strings.Fields(os.Getenv("LOCALCLUSTER_NODES")) {
+		v := func(k string) string { return os.Getenv(fmt.Sprintf("LOCALCLUSTER_%d_%s", i, k)) }
+		c.nodes = append(c.nodes, upgradeNode{index: i, name: name, dir: v("DIR"), patches: v("PATCHES"),
+			template: v("KUBEADM_TEMPLATE"), restart: v("KUBELET_RESTART"), faults: v("FAULTS"), healthz: v("KUBELET_HEALTHZ")})
+	}
+	if len(c.nodes) != 3 {
+		t.Fatalf("want 3 nodes, got LOCALCLUSTER_NODES=%q", os.Getenv("LOCALCLUSTER_NODES"))
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.client = kubernetes.NewForConfigOrDie(cfg)
+	return c
 }
 
 // The phases of `kubeadm upgrade apply` and `kubeadm upgrade node`, in
