@@ -159,7 +159,9 @@ type phaseError struct {
 	output string
 }
 
-func (e *phaseError) Error() string { return "phase " + e.phase + " failed: " + exitcode.Message(e.err) }
+func (e *phaseError) Error() string {
+	return "phase " + e.phase + " failed: " + exitcode.Message(e.err)
+}
 
 // run runs phases in order, each recorded first, then the gate; it
 // returns the first failure.
@@ -388,7 +390,9 @@ func (a *Agent) components() []controlplane.Component {
 // components.
 func (a *Agent) gateOptions(wait time.Duration) controlplane.Options {
 	return controlplane.Options{Node: a.cfg.Name, Pods: a.cfg.Config, Wait: wait,
-		Progress: func(e controlplane.Event) { a.progress(reconfigure.Event{Kind: reconfigure.EventComponent, Component: e}) }}
+		Progress: func(e controlplane.Event) {
+			a.progress(reconfigure.Event{Kind: reconfigure.EventComponent, Component: e})
+		}}
 }
 
 // etcdClient is a client of the node's local etcd member, with its
@@ -412,4 +416,3 @@ func (a *Agent) etcdClient() (*etcd.Client, error) {
 	}
 	return etcd.New(etcd.Config{Endpoints: endpoints, Credentials: creds})
 }
-
