@@ -231,8 +231,8 @@ func (c kubeletConfig) healthzURL() string {
 // the node's directories; any other path is one kubeadm looks for inside
 // the root. kubeadm's environment is the caller's but for PATH, which is a
 // node's standard one (inside the root, where only cp is), and
-// KUBEADM_INIT_DRYRUN_DIR, where a render writes its manifests, passed as
-// the path inside the root when it is under it (an agent whose TMPDIR is
+// KUBEADM_INIT_DRYRUN_DIR and KUBEADM_UPGRADE_DRYRUN_DIR, where a dry run
+// writes its files, passed as the path inside the root when under it (an agent whose TMPDIR is
 // the root's /tmp renders with the node's kubeadm of its release). Its exit code
 // is kubeadm's, but for the FaultKubeletConfig knob.
 func kubeadmWrapper(node *Node, r Release) string {
@@ -265,6 +265,9 @@ done
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 case "${KUBEADM_INIT_DRYRUN_DIR:-}" in
 "$root"/*) export KUBEADM_INIT_DRYRUN_DIR="${KUBEADM_INIT_DRYRUN_DIR#"$root"}" ;;
+esac
+case "${KUBEADM_UPGRADE_DRYRUN_DIR:-}" in
+"$root"/*) export KUBEADM_UPGRADE_DRYRUN_DIR="${KUBEADM_UPGRADE_DRYRUN_DIR#"$root"}" ;;
 esac
 if [ -e "$fault" ]; then
 	if [ "$phase" = 0 ]; then
