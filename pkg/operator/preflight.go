@@ -111,17 +111,27 @@ func (o *Rollouts) nodeProblems(ctx context.Context, node string, agent nodestat
 			problems = append(problems, c.PodName()+" is not Ready")
 		}
 	}
+	if p := agentProblem(node, agent); p != "" {
+		problems = append(problems, p)
+	}
+	return problems, nil
+}
+
+// agentProblem says what keeps node's agent from taking work ("" when it
+// is alive): it has no Lease, or its Lease went unrenewed. A rollout's and
+// an upgrade's preflight refuse a node for it in the same words.
+func agentProblem(node string, agent nodestate.Agent) string {
 	switch agent.Liveness {
 	case nodestate.AgentNone:
-		problems = append(problems, fmt.Sprintf("no agent (no Lease %s)", nodestate.LeaseName(node)))
+		return fmt.Sprintf("no agent (no Lease %s)", nodestate.LeaseName(node))
 	case nodestate.AgentLost:
 		seen := "its Lease was never renewed"
 		if agent.LastSeen != nil {
 			seen = "last seen " + duration.HumanDuration(agent.LastSeen.Duration) + " ago"
 		}
-		problems = append(problems, "its agent is lost ("+seen+")")
+		return "its agent is lost (" + seen + ")"
 	}
-	return problems, nil
+	return ""
 }
 
 func podReady(pod *corev1.Pod) bool {
