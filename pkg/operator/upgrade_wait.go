@@ -231,6 +231,15 @@ type failure struct {
 	retrying bool
 }
 
+// FailedStep names the failure an upgrade the agents carry out stands on:
+// the node that failed ("" when the failed step is no node's work) and its
+// step, which upgrade-resume has its agent run again; ok is false when
+// nothing failed.
+func FailedStep(rec *upgrade.Record) (node, step string, ok bool) {
+	f, ok := failureOf(rec)
+	return f.node, f.step, ok
+}
+
 // failureOf finds the failure an upgrade stands on: its state a step's
 // -failed state, or a node's host status failed. ok is false when nothing
 // failed.
