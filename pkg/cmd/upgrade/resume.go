@@ -15,8 +15,8 @@ import (
 const resumeLong = `Resume an upgrade the agents carry out (upgrade-apply) that stopped on a
 failure, once its cause is fixed: the agent of the failed step (or of the
 failed node's kubelet) runs it again, from the phase kubeadm failed in, and
-the upgrade goes on from there. It is one compare-and-swap write, and each
-resume asks for one more run: two resumes of the same failure run it twice.
+the upgrade goes on from there. It is one compare-and-swap write; a resume
+given again before the agent has run the step again asks for nothing more.
 
 Refused (exit 4, nothing written) when no step or host failed, and for an
 upgrade driven by hand (retry its step with upgrade-run); exit 5 when no

@@ -194,11 +194,11 @@ func (o *StatusOptions) printStatus(ctx context.Context, cm *corev1.ConfigMap) e
 		return err
 	}
 	if a := rec.Agents; a != nil {
-		// Why a node failed, below its row: a message is too long for a
-		// column.
+		// Why a node failed, below the table, a line each (a message is
+		// too long for a column), unless the REASON above says it already.
 		for _, n := range a.Nodes {
-			if n.Message != "" {
-				fmt.Fprintf(o.Out, "\n%s: %s\n", n.Node, n.Message)
+			if n.Message != "" && n.Message != rec.Reason {
+				fmt.Fprintf(o.Out, "\n%s: %s\n", n.Node, strings.ReplaceAll(strings.TrimRight(n.Message, "\n"), "\n", " | "))
 			}
 		}
 	}
