@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,6 +214,40 @@ func TestUpgradeApplyPreflightRefusals(t *testing.T) {
 
 	wantExit(t, e.plugin("rollout", "start"), 0)
 	refused("v1.37.2", "rollout 1 (rollout) is Progressing, started by ")
+}
+
+// TestUpgradeApplyConcurrentStarts: four starts at once, against no record:
+// exactly one creates it and wins; every other exits 4 naming the upgrade
+// in progress, whether its preflight saw the winner's write or its own
+// write lost the compare-and-swap. Counted by exit codes and Events.
+func TestUpgradeApplyConcurrentStarts(t *testing.T) {
+	e, _ := upgradeReady(t, 2)
+	const starts = 4
+	results := make([]result, starts)
+	var wg sync.WaitGroup
+	for i := range starts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = e.plugin("upgrade-apply", "v1.37.2", "--identity", "starter-"+string(rune('a'+i)))
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for _, r := range results {
+		switch r.code {
+		case 0:
+			won++
+		case 4:
+			wantStderr(t, r, "an upgrade from v1.36.3 to v1.37.2 is in state upgrade-started; finish or abort it first")
+		default:
+			t.Errorf("want exit 0 or 4, got %s", r)
+		}
+	}
+	events, err := s.admin.CoreV1().Events(e.ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + upgrade.DefaultConfigMap})
+	if won != 1 || err != nil || len(events.Items) != 1 {
+		t.Fatalf("%d starts won, %d Events (%v); want one of each", won, len(events.Items), err)
+	}
 }
 
 // upgradeStatusJSON is what upgrade-apply's part of upgrade-status -o json
