@@ -12,7 +12,7 @@ build: ## Build the plugin binary into _output/bin
 install: build ## Put the plugin and its completion helper where kubectl finds them (PREFIX, default ~/.local/bin)
 	install -d $(PREFIX) && install -m 0755 $(BIN) kubectl_complete-kubeadmcfg $(PREFIX)/
 
-testbin: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm 1.37 and kubeadm 1.36 (v1beta3) for the tests (first run only)
+testbin: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubeadm of 1.37 and of 1.36 (v1beta3, upgrades), and nodebox, for the tests (first run only)
 	hack/testbin.sh
 
 test: testbin ## Unit and e2e tests against the real control plane

@@ -18,9 +18,10 @@ if [[ -n "${unformatted}" ]]; then
 fi
 
 # The modules beside the plugin's that hold code of their own (the command
-# reference and the release image) are held to the same checks.
+# reference, the release image, and nodebox in hack/tools) are held to the
+# same checks.
 lint="$(hack/tools.sh golangci-lint)"
-for mod in . hack/tools/docs hack/tools/release; do
+for mod in . hack/tools hack/tools/docs hack/tools/release; do
 	step "go vet (${mod})"
 	(cd "${mod}" && go vet ./...)
 	step "golangci-lint (${mod})"
@@ -28,7 +29,7 @@ for mod in . hack/tools/docs hack/tools/release; do
 done
 
 step "go mod tidy leaves no diff"
-for mod in . hack/tools hack/tools/kubeadm-1.36 hack/tools/lint hack/tools/release hack/tools/docs; do
+for mod in . hack/tools hack/tools/kubernetes-1.36 hack/tools/lint hack/tools/release hack/tools/docs; do
 	(cd "${mod}" && go mod tidy -diff) || {
 		echo "run 'go mod tidy' in ${mod}" >&2
 		exit 1

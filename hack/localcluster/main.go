@@ -59,9 +59,53 @@
 //	                         certificate and CA are in
 //	                         $LOCALCLUSTER_<I>_DIR/etc/kubernetes/pki/etcd
 //	                         (healthcheck-client.crt, .key, ca.crt)
+//	LOCALCLUSTER_KUBERNETES_VERSION  the control plane's version as it
+//	                         started (--kubernetes-version)
+//	LOCALCLUSTER_<I>_KUBEADM_TEMPLATE  node I's kubeadm of each release the
+//	                         harness built, {version} standing for the
+//	                         version (v1.37.2):
+//	                         $LOCALCLUSTER_<I>_DIR/usr/local/kubernetes/{version}/bin/kubeadm,
+//	                         where a package would install it on a real
+//	                         node; give it to the agent as --kubeadm-template.
+//	                         It runs that kubeadm with --rootfs
+//	                         $LOCALCLUSTER_<I>_DIR, so that `kubeadm upgrade`
+//	                         upgrades node I; an argument naming a path under
+//	                         $LOCALCLUSTER_<I>_DIR is passed as the same path
+//	                         inside it
+//	LOCALCLUSTER_<I>_KUBELET_RESTART  node I's kubelet restart command: it
+//	                         installs kubelet $KUBEADMCFG_KUBELET_VERSION (a
+//	                         release the harness built) and restarts it, and
+//	                         returns once it restarted; node I then reports
+//	                         that version (status.nodeInfo.kubeletVersion)
+//	                         and serves /healthz as its config.yaml says
+//	LOCALCLUSTER_<I>_KUBELET_HEALTHZ  node I's kubelet /healthz,
+//	                         http://127.0.0.1:(10248+10I)/healthz, as
+//	                         $LOCALCLUSTER_<I>_DIR/var/lib/kubelet/config.yaml
+//	                         says (healthzBindAddress, healthzPort)
+//	LOCALCLUSTER_<I>_FAULTS  node I's fault files, which a test creates and
+//	                         removes: while kubelet-config exists there, node
+//	                         I's `kubeadm upgrade apply|node phase
+//	                         kubelet-config` fails (exit 1, the file's
+//	                         content on stderr) after kubeadm wrote the new
+//	                         /var/lib/kubelet/config.yaml, and a whole
+//	                         `kubeadm upgrade apply|node` is refused; while
+//	                         kubelet-restart exists, the kubelet restart
+//	                         command exits 1 with the file's content on
+//	                         stderr, installing and restarting nothing
 //
 // for each node I from 0 to N-1. Variables of those names that run itself
 // got are not passed on.
+//
+// With --kubernetes-version the control plane starts at another release
+// the harness built (make testbin builds the current one, the default, and
+// the one before, v1.36.3): that release's kubeadm sets the nodes up and
+// its binaries run. Each node's static Pod runner runs a manifest's
+// component with the binary of the manifest's image (kube-apiserver:v1.37.2
+// is kube-apiserver 1.37.2; an image it has no binary for leaves the Pod
+// Pending, as ErrImagePull), so a `kubeadm upgrade` that rewrites the
+// manifests moves the node to the new binaries. Each node's root holds what
+// kubeadm reads on a node (internal/testcluster/noderoot.go): the kubelet's
+// files, a container runtime's CRI socket (served by nodebox), a static cp.
 //
 // When CMD exits, run stops the processes CMD left behind (SIGTERM, SIGKILL
 // 2s later), then the cluster, and exits with CMD's exit code, or 128 plus
@@ -85,10 +129,16 @@
 //
 //	go run ./hack/localcluster up --dir _output/demo
 //	go run ./hack/localcluster down --dir _output/demo
+//
+// up's DIR must be new, empty, or an earlier up's (it holds the marker
+// .localcluster-up, which up writes first): up stops the processes an
+// earlier up left there and empties it. Any other DIR is refused with exit
+// 2 and one line, and left as it was.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -98,7 +148,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
 )
 
-const usage = `usage: localcluster run [--nodes N] [--etcd stacked|external] [--dir DIR] -- CMD [ARGS...]   (run --help tells more)
+const usage = `usage: localcluster run [--nodes N] [--etcd stacked|external] [--kubernetes-version V] [--dir DIR] -- CMD [ARGS...]   (run --help tells more)
        localcluster up|down [--dir DIR]`
 
 func main() {
@@ -122,10 +172,37 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if os.Args[1] == "up" {
+		if err := prepareUpDir(abs); err != nil {
+			fmt.Fprintf(os.Stderr, "localcluster: %v\n", err)
+			os.Exit(exitUsage)
+		}
+	}
 	if err := upDown(os.Args[1], abs); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
+}
+
+// upMarker is the file up writes into DIR first: only a directory that
+// holds it, or an empty one, is one up may empty, and whose pid files name
+// processes up may stop.
+const upMarker = ".localcluster-up"
+
+// prepareUpDir refuses a DIR that is neither new, nor empty, nor an
+// earlier up's.
+func prepareUpDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--dir %s: %w", dir, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, upMarker)); err != nil {
+		return fmt.Errorf("--dir %s is not empty and holds no earlier up (no %s): give a new or empty directory", dir, upMarker)
+	}
+	return nil
 }
 
 // upDown starts (up) or stops (down) the demo's single-node control plane.
@@ -141,6 +218,12 @@ func upDown(verb, dir string) error {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, upMarker), []byte("written by localcluster up, which empties this directory when it starts again\n"), 0o600); err != nil {
 		return err
 	}
 	bins, err := testcluster.FindBinaries()

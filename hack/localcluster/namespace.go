@@ -89,7 +89,10 @@ func mountProc() error {
 // startCluster starts the nodes. A signal stops the start; then, or when the
 // start fails, it returns nil and run's exit code.
 func startCluster(o runOptions, in inner, l *runLog, sigs <-chan os.Signal) (*testcluster.Nodes, int) {
-	l.say("starting %d control-plane node(s) with %s etcd in %s; details in %s", o.nodes, o.etcd, o.dir, filepath.Join(o.dir, logName))
+	if o.version == "" {
+		o.version = in.Bins.Version
+	}
+	l.say("starting %d control-plane node(s) of Kubernetes %s with %s etcd in %s; details in %s", o.nodes, o.version, o.etcd, o.dir, filepath.Join(o.dir, logName))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type started struct {
@@ -99,7 +102,8 @@ func startCluster(o runOptions, in inner, l *runLog, sigs <-chan os.Signal) (*te
 	result := make(chan started, 1)
 	begin := time.Now()
 	go func() {
-		n, err := testcluster.StartLocal(ctx, in.Bins, testcluster.LocalOptions{Nodes: o.nodes, Etcd: o.etcd, Dir: o.dir, Log: l.logf})
+		n, err := testcluster.StartLocal(ctx, in.Bins, testcluster.LocalOptions{Nodes: o.nodes, Etcd: o.etcd,
+			KubernetesVersion: o.version, Dir: o.dir, Log: l.logf})
 		result <- started{n, err}
 	}()
 	var caught os.Signal
@@ -203,12 +207,14 @@ func commandEnv(environ []string, nodes *testcluster.Nodes) []string {
 		}
 		env = append(env, kv)
 	}
-	env = append(env, "KUBECONFIG="+nodes.Kubeconfig, "KUBEADM="+nodes.Bins.Kubeadm,
-		"LOCALCLUSTER_NODES="+strings.Join(nodeNames(nodes), " "), "LOCALCLUSTER_ETCD="+string(nodes.Etcd))
+	env = append(env, "KUBECONFIG="+nodes.Kubeconfig, "KUBEADM="+nodes.Release.Kubeadm,
+		"LOCALCLUSTER_NODES="+strings.Join(nodeNames(nodes), " "), "LOCALCLUSTER_ETCD="+string(nodes.Etcd),
+		"LOCALCLUSTER_KUBERNETES_VERSION="+nodes.Release.Version)
 	for i, n := range nodes.Nodes {
 		p := "LOCALCLUSTER_" + strconv.Itoa(i) + "_"
 		env = append(env, p+"DIR="+n.Root, p+"MANIFESTS="+n.ManifestsDir, p+"ADDRESS="+n.Address,
-			p+"BIND_PORT="+strconv.Itoa(int(n.BindPort)))
+			p+"BIND_PORT="+strconv.Itoa(int(n.BindPort)), p+"KUBEADM_TEMPLATE="+n.KubeadmTemplate,
+			p+"KUBELET_RESTART="+n.KubeletRestart, p+"KUBELET_HEALTHZ="+n.KubeletHealthz, p+"FAULTS="+n.FaultsDir)
 		if n.PatchesDir != "" {
 			env = append(env, p+"PATCHES="+n.PatchesDir)
 		}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -32,7 +33,7 @@ const (
 	exitNotFound  = 127 // CMD was not found
 )
 
-const runUsage = "localcluster run [--nodes N] [--etcd stacked|external] [--dir DIR] -- CMD [ARGS...]"
+const runUsage = "localcluster run [--nodes N] [--etcd stacked|external] [--kubernetes-version V] [--dir DIR] -- CMD [ARGS...]"
 
 // runHelp is what run --help prints: the package comment tells the rest.
 const runHelp = `usage: ` + runUsage + `
@@ -49,6 +50,11 @@ Flags:
               the first as kubeadm init starts it, the others as kubeadm join
               adds them (kubeadm's default); external: one etcd of run's own,
               in DIR/etcd (default stacked)
+  --kubernetes-version V
+              the control plane's version, a release make testbin built: the
+              current one (the default, v1.37.2) or the one before (v1.36.3),
+              which an upgrade starts from; that release's kubeadm sets the
+              nodes up, and its binaries run
   --dir DIR   the cluster's files and logs, kept after run ends; new, empty, or
               an earlier run's, which run empties (default _output/localcluster)
 
@@ -65,6 +71,24 @@ CMD's variables, I from 0 to N-1:
   LOCALCLUSTER_<I>_ETCD_ENDPOINT  node I's etcd member, https://192.0.2.(11+I):2379
                               (stacked only; its client certificate is
                               DIR/etc/kubernetes/pki/etcd/healthcheck-client.crt)
+  LOCALCLUSTER_KUBERNETES_VERSION  the control plane's version as it started
+  LOCALCLUSTER_<I>_KUBEADM_TEMPLATE  node I's kubeadm of each version ({version}
+                              replaced by it: DIR/usr/local/kubernetes/{version}/bin/kubeadm),
+                              for the agent's --kubeadm-template: runs that
+                              release's kubeadm with --rootfs DIR, so it upgrades
+                              node I; a path under DIR in its arguments is passed
+                              as the same path inside the root
+  LOCALCLUSTER_<I>_KUBELET_RESTART  node I's kubelet restart command: installs kubelet
+                              $KUBEADMCFG_KUBELET_VERSION and restarts it; node I
+                              then reports that version, and serves /healthz again
+  LOCALCLUSTER_<I>_KUBELET_HEALTHZ  node I's kubelet /healthz, http://127.0.0.1:(10248+10I)/healthz,
+                              as DIR/var/lib/kubelet/config.yaml says
+  LOCALCLUSTER_<I>_FAULTS     node I's fault files: while FAULTS/kubelet-config exists,
+                              node I's 'kubeadm upgrade apply|node phase kubelet-config'
+                              fails after it wrote the new config.yaml (a whole
+                              upgrade is refused); while FAULTS/kubelet-restart
+                              exists, the kubelet restart command exits 1; the
+                              file's content is the error
 
 Exit codes besides CMD's: 2 bad command line or --dir, 125 the cluster did not
 start (DIR/localcluster.log says why), 126 CMD cannot be started, 127 CMD not
@@ -83,6 +107,7 @@ const logName = "localcluster.log"
 type runOptions struct {
 	nodes   int
 	etcd    testcluster.EtcdMode
+	version string // "" until the binaries are found: the current release
 	dir     string // absolute
 	command []string
 }
@@ -108,6 +133,7 @@ func parseRun(args []string) (runOptions, error) {
 	fs.SetOutput(io.Discard) // one line of our own instead of the flag package's
 	nodes := fs.Int("nodes", testcluster.MaxLocalNodes, "number of control-plane nodes")
 	etcd := fs.String("etcd", string(testcluster.EtcdStacked), "where etcd runs: stacked or external")
+	version := fs.String("kubernetes-version", "", "the control plane's version (the current release when empty)")
 	dir := fs.String("dir", filepath.Join("_output", "localcluster"), "directory for the cluster's files and logs")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -131,7 +157,7 @@ func parseRun(args []string) (runOptions, error) {
 	if err != nil {
 		return runOptions{}, err
 	}
-	return runOptions{nodes: *nodes, etcd: testcluster.EtcdMode(*etcd), dir: abs, command: fs.Args()}, nil
+	return runOptions{nodes: *nodes, etcd: testcluster.EtcdMode(*etcd), version: *version, dir: abs, command: fs.Args()}, nil
 }
 
 // run is the run verb; it returns the exit code.
@@ -143,6 +169,16 @@ func run(args []string) int {
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Print(runHelp)
 		return 0
+	}
+	// The binaries first: --kubernetes-version must name a release they
+	// hold, and a bad command line writes nothing, DIR included.
+	var bins testcluster.Binaries
+	if err == nil {
+		if bins, err = testcluster.FindBinaries(); err != nil {
+			fmt.Fprintf(os.Stderr, "localcluster: %v\n", err)
+			return exitNoCluster
+		}
+		err = checkVersion(o.version, bins)
 	}
 	if err == nil {
 		err = prepareDir(o.dir)
@@ -167,12 +203,23 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "localcluster: %v\n", err)
 		return exitNoCluster
 	}
-	bins, err := testcluster.FindBinaries()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "localcluster: %v\n", err)
-		return exitNoCluster
-	}
 	return startInNamespace(args, inner{Bins: bins, Foreground: foregroundTerminal()})
+}
+
+// checkVersion refuses a --kubernetes-version the harness has no binaries
+// of.
+func checkVersion(version string, bins testcluster.Binaries) error {
+	if version == "" {
+		return nil
+	}
+	var have []string
+	for _, r := range bins.Releases() {
+		if r.Version == version {
+			return nil
+		}
+		have = append(have, r.Version)
+	}
+	return usagef("--kubernetes-version must be %s, not %q", strings.Join(have, " or "), version)
 }
 
 // prepareDir makes sure DIR is new, empty, or an earlier run's (which run

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
@@ -34,5 +35,29 @@ func TestParseRunEtcd(t *testing.T) {
 				t.Errorf("etcd %q, want %q", o.etcd, tc.want)
 			}
 		})
+	}
+}
+
+// --kubernetes-version names a release the harness built; anything else is
+// refused with the flag and the releases named.
+func TestCheckVersion(t *testing.T) {
+	bins := testcluster.Binaries{Version: "v1.37.2", Previous: testcluster.Release{Version: "v1.36.3"}}
+	for _, tc := range []struct {
+		version, err string
+	}{
+		{"", ""},
+		{"v1.37.2", ""},
+		{"v1.36.3", ""},
+		{"v1.35.0", `--kubernetes-version must be v1.37.2 or v1.36.3, not "v1.35.0"`},
+		{"1.36.3", `--kubernetes-version must be v1.37.2 or v1.36.3, not "1.36.3"`},
+	} {
+		err := checkVersion(tc.version, bins)
+		var usage *usageError
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%q: %v", tc.version, err)
+		case tc.err != "" && (err == nil || err.Error() != tc.err || !errors.As(err, &usage)):
+			t.Errorf("%q: want the usage error %q, got %v", tc.version, tc.err, err)
+		}
 	}
 }

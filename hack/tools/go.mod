@@ -1,6 +1,8 @@
 // Module tools pins the binaries the project builds for its tests and demo:
-// a real etcd, kube-apiserver and kubeadm. It is separate from the plugin's own
-// go.mod so the plugin's dependency list stays what the plugin needs.
+// a real etcd, kube-apiserver and kubeadm, and nodebox (./nodebox), the CRI
+// endpoint and tools a local node's root holds for kubeadm, which speaks the
+// CRI API of the pinned kubeadm. It is separate from the plugin's own go.mod
+// so the plugin's dependency list stays what the plugin needs.
 module github.com/kubeadmcfg/kubectl-kubeadmcfg/hack/tools
 
 go 1.26.0
@@ -50,6 +52,11 @@ tool (
 	k8s.io/kubernetes/cmd/kube-controller-manager
 	k8s.io/kubernetes/cmd/kube-scheduler
 	k8s.io/kubernetes/cmd/kubeadm
+)
+
+require (
+	google.golang.org/grpc v1.83.2
+	k8s.io/cri-api v0.37.2
 )
 
 require (
@@ -193,7 +200,6 @@ require (
 	golang.org/x/tools v0.51.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260803160001-6ac0973c030d // indirect
-	google.golang.org/grpc v1.83.2 // indirect
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/go-jose/go-jose.v2 v2.6.3 // indirect
@@ -210,7 +216,6 @@ require (
 	k8s.io/component-base v0.37.2 // indirect
 	k8s.io/component-helpers v0.37.2 // indirect
 	k8s.io/controller-manager v0.37.2 // indirect
-	k8s.io/cri-api v0.37.2 // indirect
 	k8s.io/cri-client v0.0.0 // indirect
 	k8s.io/csi-translation-lib v0.0.0 // indirect
 	k8s.io/dynamic-resource-allocation v0.37.2 // indirect

@@ -60,6 +60,13 @@ func startAgentCluster(t *testing.T) *agentCluster {
 // agent yet and no rights given.
 func startAgentNodes(t *testing.T) *agentCluster {
 	t.Helper()
+	return startAgentNodesWith(t, testcluster.LocalOptions{Nodes: 3})
+}
+
+// startAgentNodesWith is startAgentNodes with other nodes (a stacked etcd,
+// another release).
+func startAgentNodesWith(t *testing.T, opts testcluster.LocalOptions) *agentCluster {
+	t.Helper()
 	bins, err := testcluster.FindBinaries()
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +75,8 @@ func startAgentNodes(t *testing.T) *agentCluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	start := time.Now()
-	nodes, err := testcluster.StartLocal(ctx, bins, testcluster.LocalOptions{Nodes: 3, Dir: filepath.Join(dir, "cluster"), Log: t.Logf})
+	opts.Dir, opts.Log = filepath.Join(dir, "cluster"), t.Logf
+	nodes, err := testcluster.StartLocal(ctx, bins, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +201,8 @@ func (c *agentCluster) kill(t *testing.T, name string, sig syscall.Signal) resul
 }
 
 // start starts a rollout of the live document over every node, as
-// `rollout start` would write it, and returns its id.
+// `rollout start` would write it (with what kubeadm-config says its
+// document replaced), and returns its id.
 func (c *agentCluster) start(t *testing.T, try time.Duration) int64 {
 	t.Helper()
 	ctx := context.Background()
@@ -202,10 +211,11 @@ func (c *agentCluster) start(t *testing.T, try time.Duration) int64 {
 		t.Fatal(err)
 	}
 	var id int64
+	replaced, _ := engine.Replaced(cm, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey})
 	_, err = c.record.Update(ctx, func(rec *corev1.ConfigMap) (bool, error) {
 		r, changed, err := rollout.Apply(rec, func(r *rollout.Record) (bool, error) {
 			return true, r.Start(rollout.Clock{Now: time.Now(), By: "e2e"}, rollout.Spec{
-				Target: []byte(cm.Data["ClusterConfiguration"]), TargetResourceVersion: cm.ResourceVersion,
+				Target: []byte(cm.Data["ClusterConfiguration"]), TargetResourceVersion: cm.ResourceVersion, Replaced: replaced,
 				Nodes: c.names(), Try: try})
 		})
 		if err == nil {

@@ -25,6 +25,10 @@ func TestLocalClusterRun(t *testing.T) {
 	tool := filepath.Join(s.binDir, "localcluster")
 
 	t.Run("bad command lines are refused with exit 2, before anything starts", func(t *testing.T) {
+		bins, err := testcluster.FindBinaries()
+		if err != nil {
+			t.Fatal(err)
+		}
 		foreign := t.TempDir()
 		if err := os.WriteFile(filepath.Join(foreign, "precious"), []byte("keep me"), 0o600); err != nil {
 			t.Fatal(err)
@@ -37,6 +41,8 @@ func TestLocalClusterRun(t *testing.T) {
 			{"four nodes", []string{"--nodes", "4"}, "--nodes must be between 1 and 3, not 4"},
 			{"no node", []string{"--nodes", "0"}, "--nodes must be between 1 and 3, not 0"},
 			{"a directory run did not fill", []string{"--dir", foreign}, "is not empty and holds no earlier run"},
+			{"a release the harness has not built", []string{"--kubernetes-version", "v1.35.0"},
+				fmt.Sprintf(`--kubernetes-version must be %s or %s, not "v1.35.0"`, bins.Version, bins.Previous.Version)},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				dir := filepath.Join(t.TempDir(), "cluster")
@@ -232,6 +238,9 @@ func wantLocalEnv(t *testing.T, env map[string]string, n int) {
 	if got, want := env["LOCALCLUSTER_NODES"], strings.Join(names, " "); got != want {
 		t.Errorf("LOCALCLUSTER_NODES=%q, want %q", got, want)
 	}
+	if got := env["LOCALCLUSTER_KUBERNETES_VERSION"]; got != bins.Version {
+		t.Errorf("LOCALCLUSTER_KUBERNETES_VERSION=%q, want %s", got, bins.Version)
+	}
 	for i := range n {
 		v := func(name string) string { return env[fmt.Sprintf("LOCALCLUSTER_%d_%s", i, name)] }
 		wantFile(t, filepath.Join(v("DIR"), "etc", "kubernetes", "pki", "ca.crt"))
@@ -241,6 +250,21 @@ func wantLocalEnv(t *testing.T, env map[string]string, n int) {
 		}
 		if got, want := v("BIND_PORT"), strconv.Itoa(6443+i); got != want {
 			t.Errorf("node %d: BIND_PORT=%q, want %q", i, got, want)
+		}
+		// The node's kubeadm of each release, where a package installs it
+		// in the node's root; its kubelet's restart, /healthz and faults.
+		if want := filepath.Join(v("DIR"), "usr", "local", "kubernetes", "{version}", "bin", "kubeadm"); v("KUBEADM_TEMPLATE") != want {
+			t.Errorf("node %d: KUBEADM_TEMPLATE=%q, want %q", i, v("KUBEADM_TEMPLATE"), want)
+		}
+		for _, r := range bins.Releases() {
+			wantFile(t, strings.ReplaceAll(v("KUBEADM_TEMPLATE"), "{version}", r.Version))
+		}
+		wantFile(t, v("KUBELET_RESTART"))
+		if info, err := os.Stat(v("FAULTS")); err != nil || !info.IsDir() {
+			t.Errorf("node %d: FAULTS=%q is no directory: %v", i, v("FAULTS"), err)
+		}
+		if got, want := v("KUBELET_HEALTHZ"), fmt.Sprintf("http://127.0.0.1:%d/healthz", 10248+10*i); got != want {
+			t.Errorf("node %d: KUBELET_HEALTHZ=%q, want %q", i, got, want)
 		}
 		// Only nodes with patches have a PATCHES, and it holds them.
 		_, has := env[fmt.Sprintf("LOCALCLUSTER_%d_PATCHES", i)]

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
@@ -29,7 +30,7 @@ func TestRolloutPreflightRefusals(t *testing.T) {
 	refused := func(args []string, subs ...string) {
 		t.Helper()
 		r := e.plugin(args...)
-		wantExit(t, r, 4)
+		wantEnded(t, r, 4) // what the preflight waited for, then why it refused
 		wantStderr(t, r, subs...)
 		e.wantNoRecord()
 		if got := e.configMapRV(); got != rv {
@@ -49,10 +50,24 @@ func TestRolloutPreflightRefusals(t *testing.T) {
 		"nothing was written, the rollout could not start: preflight failed, nothing was started: node "+n1+": no agent")
 
 	// Renewed 2m30s ago by this clock: the server's Date, whole seconds,
-	// may be a second behind, and a round 2m would then read 119s.
-	cp.renew(n1, time.Now().Add(-150*time.Second))
+	// may be a second behind, and a round 2m would then read 119s. Its
+	// Lease lasts 5s: the preflight watches it that long, unchanged, before
+	// it takes the agent for lost (the clock of one API server is not
+	// enough), and refuses then, with the node not Ready meanwhile.
+	cp.setAgent(n1, func(l *coordinationv1.Lease) {
+		seconds := int32(5)
+		l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &metav1.MicroTime{Time: time.Now().Add(-150 * time.Second)}, &seconds
+	})
 	cp.setPodsReady(n2, false)
-	refused([]string{"rollout", "start"}, "node "+n1+": its agent is lost (last seen 2m", "node "+n2+": kube-apiserver is not Ready, kube-controller-manager is not Ready, kube-scheduler is not Ready")
+	refused([]string{"rollout", "start"}, "node "+n1+": its agent is lost (last seen 2m", "its Lease did not change in the 5s watched",
+		"node "+n2+": kube-apiserver is not Ready, kube-controller-manager is not Ready, kube-scheduler is not Ready")
+	// A node only not Ready yet is waited for, within --timeout, which ends
+	// the wait with the refusal.
+	r := e.plugin("rollout", "start", "--stale-after", "5m", "--timeout", "3s")
+	wantEnded(t, r, 4)
+	wantStderr(t, r, "preflight: waiting up to 3s for node "+n2+": kube-apiserver is not Ready",
+		"error: preflight failed after waiting 3s, nothing was started: node "+n2+": kube-apiserver is not Ready")
+	e.wantNoRecord()
 	// A longer --stale-after takes the agent for alive.
 	cp.setPodsReady(n2, true)
 	wantExit(t, e.plugin("rollout", "start", "--stale-after", "5m"), 0)

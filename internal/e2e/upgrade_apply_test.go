@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -188,7 +189,7 @@ func TestUpgradeApplyPreflightRefusals(t *testing.T) {
 	refused := func(version string, subs ...string) {
 		t.Helper()
 		r := e.plugin("upgrade-apply", version)
-		wantExit(t, r, 4)
+		wantEnded(t, r, 4) // what the preflight waited for, then why it refused
 		wantStderr(t, r, append([]string{"error: preflight failed, nothing was started: "}, subs...)...)
 		e.wantNoUpgrade()
 	}
@@ -199,10 +200,15 @@ func TestUpgradeApplyPreflightRefusals(t *testing.T) {
 
 	refused("v1.38.0", "v1.38.0 is 2 minor versions ahead of kubeadm-config's kubernetesVersion v1.36.3: kubeadm upgrades one minor version at a time (to v1.37 first)")
 
-	// Renewed 2m30s ago by this clock (see TestRolloutPreflightRefusals).
-	cp.renew(n2, time.Now().Add(-150*time.Second))
-	refused("v1.37.2", "node "+n2+": its agent is lost (last seen 2m")
-	cp.renew(n2, time.Now())
+	// Renewed 2m30s ago by this clock, its Lease lasting 2s: watched that
+	// long, unchanged, the agent is lost (see TestRolloutPreflightRefusals).
+	cp.setAgent(n2, func(l *coordinationv1.Lease) {
+		seconds := int32(2)
+		l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &metav1.MicroTime{Time: time.Now().Add(-150 * time.Second)}, &seconds
+	})
+	refused("v1.37.2", "preflight: waiting for node "+n2+": its agent looks lost by the API server's clock: watching its Lease for up to 2s",
+		"node "+n2+": its agent is lost (last seen 2m", "its Lease did not change in the 2s watched)")
+	cp.setAgent(n2, func(l *coordinationv1.Lease) { l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &metav1.MicroTime{Time: time.Now()}, nil })
 
 	cp.publish(n0, nodestate.State{KubeadmVersions: readyState.KubeadmVersions, Etcd: &nodestate.EtcdHealth{Member: n0, Error: "etcdserver: request timed out"}})
 	refused("v1.37.2", "node "+n0+": its etcd member "+n0+" is not healthy: etcdserver: request timed out")

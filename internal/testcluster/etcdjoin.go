@@ -107,7 +107,7 @@ func (n *Nodes) renderEtcd(ctx context.Context, node *Node, configFile string) (
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	cmd := exec.CommandContext(ctx, n.Bins.Kubeadm, "init", "phase", "etcd", "local", "--config", configFile, "--dry-run")
+	cmd := exec.CommandContext(ctx, n.Release.Kubeadm, "init", "phase", "etcd", "local", "--config", configFile, "--dry-run")
 	cmd.Env = append(os.Environ(), "KUBEADM_INIT_DRYRUN_DIR="+dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("kubeadm init phase etcd local: %w: %s", err, out)

@@ -48,6 +48,10 @@ type LocalOptions struct {
 	// Etcd is where etcd runs: EtcdExternal (the default), or EtcdStacked,
 	// a member on every node as kubeadm builds it.
 	Etcd EtcdMode
+	// KubernetesVersion is the control plane's version, a release the
+	// harness built: Binaries.Version (the default) or
+	// Binaries.Previous.Version, which an upgrade starts from.
+	KubernetesVersion string
 	// Dir holds everything: etcd's data and each node's root directory
 	// (Dir/cp-0, ...). Empty means a temporary directory Stop removes.
 	Dir string
@@ -87,7 +91,7 @@ func StartLocal(ctx context.Context, bins Binaries, opts LocalOptions) (*Nodes, 
 		opts.Grace = DefaultLocalGrace
 	}
 	return StartNodes(ctx, bins, NodesOptions{
-		Dir: opts.Dir, Endpoint: LocalEndpoint, Etcd: etcd, Nodes: specs, Grace: opts.Grace, Log: opts.Log,
+		Dir: opts.Dir, Endpoint: LocalEndpoint, Etcd: etcd, KubernetesVersion: opts.KubernetesVersion, Nodes: specs, Grace: opts.Grace, Log: opts.Log,
 	})
 }
 
@@ -114,10 +118,12 @@ func localAddress(i int) string { return "192.0.2." + strconv.Itoa(11+i) }
 
 // NodePatches are the kubeadm patches of the i-th node (from 0) of a control
 // plane with external etcd whose nodes share one network namespace: node i's
-// kube-controller-manager serves on 10257+10i and its kube-scheduler on
-// 10259+10i. Node 0 keeps kubeadm's ports and has none (nil). Being patches,
-// they are what a node's reconfiguration must render with (--patches):
-// without them its components would not start.
+// kube-controller-manager serves on 10257+10i, its kube-scheduler on
+// 10259+10i, and its kubelet's /healthz on 10248+10i (the kubeletconfiguration
+// patch, which kubeadm applies to /var/lib/kubelet/config.yaml). Node 0
+// keeps kubeadm's ports and has none (nil). Being patches, they are what a
+// node's reconfiguration and upgrade must render with (--patches): without
+// them its components would not start.
 func NodePatches(i int) map[string]string {
 	return LocalNodePatches(i, EtcdExternal)
 }
@@ -130,6 +136,7 @@ func LocalNodePatches(i int, etcd EtcdMode) map[string]string {
 	if i > 0 {
 		p["kube-controller-manager+json.yaml"] = securePortPatch(10257 + 10*i)
 		p["kube-scheduler+json.yaml"] = securePortPatch(10259 + 10*i)
+		p["kubeletconfiguration+merge.yaml"] = fmt.Sprintf("healthzPort: %d\n", kubeletHealthzPort+10*i)
 	}
 	if etcd == EtcdStacked {
 		maps.Copy(p, stackedEtcdPatches(localAddress(i), etcdClientPort+10*i, etcdMetricsPort+10*i))
@@ -151,6 +158,10 @@ func securePortPatch(port int) string {
   value: %d
 `, port, port)
 }
+
+// kubeletHealthzPort is the kubelet's /healthz port on loopback, kubeadm's
+// default.
+const kubeletHealthzPort = 10248
 
 // kubeadmEtcdFeatureGates is the --feature-gates kubeadm 1.37 gives etcd.
 const kubeadmEtcdFeatureGates = "--feature-gates=InitialCorruptCheck=true"

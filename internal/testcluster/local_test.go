@@ -48,6 +48,8 @@ func TestLocalNodesListenApart(t *testing.T) {
 			// Node 0 keeps kubeadm's ports.
 			claim("port 10257", "cp-0/kube-controller-manager")
 			claim("port 10259", "cp-0/kube-scheduler")
+			claim("port 10248", "cp-0/kubelet")
+			healthz := regexp.MustCompile(`^healthzPort: (\d+)\n$`)
 			for i, s := range specs {
 				if want := "cp-" + strconv.Itoa(i); s.Name != want {
 					t.Errorf("node %d is named %q, want %q", i, s.Name, want)
@@ -71,6 +73,13 @@ func TestLocalNodesListenApart(t *testing.T) {
 						continue
 					}
 					claim("port "+f[1], s.Name+"/"+c)
+				}
+				// The kubelet's /healthz, which kubeadm writes into the
+				// node's config.yaml with this patch.
+				if m := healthz.FindStringSubmatch(s.Patches["kubeletconfiguration+merge.yaml"]); m == nil {
+					t.Errorf("%s: no kubeletconfiguration patch moving healthzPort: %q", s.Name, s.Patches["kubeletconfiguration+merge.yaml"])
+				} else {
+					claim("port "+m[1], s.Name+"/kubelet")
 				}
 				_, hasEtcd := s.Patches["etcd+json.yaml"]
 				if hasEtcd != (etcd == EtcdStacked) {

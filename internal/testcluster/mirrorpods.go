@@ -3,11 +3,13 @@ package testcluster
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
@@ -25,7 +27,7 @@ func (r *Runner) publish(p *staticPod) {
 	status := r.status(p)
 	r.mu.Unlock()
 	cs := status.ContainerStatuses[0]
-	state := fmt.Sprintf("%s/%v/%d/%v", hash, cs.Ready, cs.RestartCount, cs.State.Running != nil)
+	state := fmt.Sprintf("%s/%v/%d/%v/%s", hash, cs.Ready, cs.RestartCount, cs.State.Running != nil, status.Phase)
 	if p.synced == state && time.Since(p.checked) < 2*time.Second {
 		return
 	}
@@ -89,6 +91,7 @@ func (r *Runner) registerNode() {
 	if r.node == nil {
 		node, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: r.opts.Node, Labels: map[string]string{
 			"kubernetes.io/hostname": r.opts.Node, "node-role.kubernetes.io/control-plane": "",
+			"kubernetes.io/os": "linux", "kubernetes.io/arch": runtime.GOARCH,
 		}}}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			node, err = nodes.Get(ctx, r.opts.Node, metav1.GetOptions{})
@@ -104,6 +107,15 @@ func (r *Runner) registerNode() {
 		Message: "static Pod runner is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}}
 	if r.opts.Address != "" {
 		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: r.opts.Address}}
+	}
+	if r.kubelet.version != "" {
+		node.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: r.kubelet.version, OperatingSystem: "linux",
+			Architecture: runtime.GOARCH, ContainerRuntimeVersion: "nodebox://0.1.0"}
+		// What a kubelet reports it can hold: without a Pod capacity the
+		// scheduler binds no Pod to the node.
+		node.Status.Capacity = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110"),
+			corev1.ResourceCPU: *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI), corev1.ResourceMemory: resource.MustParse("8Gi")}
+		node.Status.Allocatable = node.Status.Capacity
 	}
 	updated, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
 	if err != nil {
@@ -139,10 +151,18 @@ func (r *Runner) registerNode() {
 func (r *Runner) status(p *staticPod) corev1.PodStatus {
 	c := p.pod.Spec.Containers[0]
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: p.restarts, Ready: p.ready}
+	phase := corev1.PodRunning
 	switch {
 	case p.cmd != nil:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.Now()}
+	case p.pullErr != "":
+		// A container that never started leaves its Pod Pending.
+		phase = corev1.PodPending
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: p.pullErr}
 	case p.restarts == 0:
+		// Not started yet for this manifest: the Pod is Pending until its
+		// container starts (kubeadm upgrade waits for Running).
+		phase = corev1.PodPending
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
 	default:
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
@@ -156,7 +176,7 @@ func (r *Runner) status(p *staticPod) corev1.PodStatus {
 		ready = corev1.ConditionTrue
 	}
 	return corev1.PodStatus{
-		Phase:             corev1.PodRunning,
+		Phase:             phase,
 		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}, {Type: corev1.ContainersReady, Status: ready}},
 		ContainerStatuses: []corev1.ContainerStatus{cs},
 	}

@@ -27,9 +27,19 @@ import (
 // etcd.go); a TCP load balancer on the controlPlaneEndpoint forwards to the
 // API servers.
 //
+// Each node's directory is its root, its "/": besides /etc/kubernetes and
+// what its components write, it holds what kubeadm upgrade reads and runs
+// on a node (noderoot.go), so that the real `kubeadm --rootfs ROOT upgrade`
+// upgrades it; the runner also stands in for the node's kubelet towards
+// the API (Node status, Lease, version, /healthz; kubelet.go). The control
+// plane starts at one of the releases the harness built
+// (NodesOptions.KubernetesVersion), set up by that release's kubeadm, and
+// the runner runs each manifest's component with the binary of its image.
+//
 // It needs the node addresses on a local interface, which kubeadm insists
 // on (it refuses loopback advertise addresses): run it inside a network
-// namespace of the test's own (see ReexecInNetns), never on a shared host.
+// namespace of the test's own (see ReexecInNetns), never on a shared host;
+// there the test is root of its user namespace, which lets kubeadm chroot.
 // Nothing is written outside Dir.
 
 // NodeSpec describes one control-plane node.
@@ -53,6 +63,11 @@ type NodesOptions struct {
 	Endpoint string
 	// Etcd is where etcd runs: EtcdExternal (the default) or EtcdStacked.
 	Etcd EtcdMode
+	// KubernetesVersion is the control plane's version: Binaries.Version
+	// (the default) or Binaries.Previous.Version. The nodes are set up by
+	// that release's kubeadm and run its components; ClusterConfig, when
+	// given, must name it (or name the version, when this is empty).
+	KubernetesVersion string
 	// EtcdURL is where the harness's external etcd serves
 	// (http://127.0.0.1:2379 when empty); unused with a stacked etcd.
 	EtcdURL string
@@ -79,10 +94,19 @@ type Node struct {
 	Runner *Runner
 	// Etcd is the node's member of a stacked etcd (nil with external etcd).
 	Etcd *EtcdMember
+	// KubeadmTemplate, KubeletRestart, FaultsDir and KubeletHealthz are how
+	// kubeadm and a kubelet's upgrade reach the node (noderoot.go).
+	KubeadmTemplate, KubeletRestart, FaultsDir, KubeletHealthz string
+
+	cri *nodeProcess // the node's container runtime, nodebox cri
 }
 
 // InitConfiguration is the node's own kubeadm document.
 func (n *Node) InitConfiguration() string {
+	return n.initConfiguration(n.PatchesDir)
+}
+
+func (n *Node) initConfiguration(patches string) string {
 	s := fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 localAPIEndpoint:
@@ -91,8 +115,8 @@ localAPIEndpoint:
 nodeRegistration:
   name: %s
 `, n.Address, n.BindPort, n.Name)
-	if n.PatchesDir != "" {
-		s += "patches:\n  directory: " + n.PatchesDir + "\n"
+	if patches != "" {
+		s += "patches:\n  directory: " + patches + "\n"
 	}
 	return s
 }
@@ -100,6 +124,16 @@ nodeRegistration:
 // ConfigFile is the kubeadm config file for clusterConfig on this node.
 func (n *Node) ConfigFile(clusterConfig string) string {
 	return strings.TrimRight(clusterConfig, "\n") + "\n---\n" + n.InitConfiguration()
+}
+
+// rootConfigFile is ConfigFile for a kubeadm that runs in the node's root
+// (--rootfs), which finds the patches at their path inside the root.
+func (n *Node) rootConfigFile(clusterConfig string) string {
+	patches := ""
+	if n.PatchesDir != "" {
+		patches = "/" + strings.TrimPrefix(n.PatchesDir, n.Root+"/")
+	}
+	return strings.TrimRight(clusterConfig, "\n") + "\n---\n" + n.initConfiguration(patches)
 }
 
 // Nodes is a running control plane of static-Pod nodes.
@@ -112,6 +146,14 @@ type Nodes struct {
 	Etcd  EtcdMode
 	Nodes []*Node
 	Bins  Binaries
+	// Release is the control plane's release as it started: its kubeadm set
+	// the nodes up.
+	Release Release
+	// Images are the images of both releases kubeadm lists, with the
+	// binaries that run them (RunnerOptions.Binaries), and per release the
+	// images its kubeadm lists (what a node of that version has pulled).
+	Images        map[string]string
+	releaseImages map[string][]string
 
 	base *Cluster // runs the external etcd, in Dir
 	lb   *loadBalancer
@@ -126,7 +168,8 @@ func StartNodes(ctx context.Context, bins Binaries, opts NodesOptions) (*Nodes, 
 	if bins.ControllerManager == "" || bins.Scheduler == "" {
 		return nil, errors.New("kube-controller-manager and kube-scheduler are not built (make testbin)")
 	}
-	if err := opts.complete(); err != nil {
+	release, err := opts.complete(bins)
+	if err != nil {
 		return nil, err
 	}
 	base := &Cluster{Bins: bins, opts: Options{Log: opts.Log}, Dir: opts.Dir, EtcdURL: opts.EtcdURL}
@@ -137,7 +180,7 @@ func StartNodes(ctx context.Context, bins Binaries, opts NodesOptions) (*Nodes, 
 		}
 		base.Dir, base.ownDir = dir, true
 	}
-	n := &Nodes{Dir: base.Dir, ClusterConfig: opts.ClusterConfig, Etcd: opts.Etcd, Bins: bins, base: base}
+	n := &Nodes{Dir: base.Dir, ClusterConfig: opts.ClusterConfig, Etcd: opts.Etcd, Bins: bins, Release: release, base: base}
 	if err := n.start(ctx, opts); err != nil {
 		n.Stop()
 		return nil, err
@@ -201,11 +244,8 @@ func (n *Nodes) start(ctx context.Context, opts NodesOptions) error {
 		return err
 	}
 	n.lb = lb
-	binaries := map[string]string{
-		"kube-apiserver": n.Bins.APIServer, "kube-controller-manager": n.Bins.ControllerManager, "kube-scheduler": n.Bins.Scheduler,
-	}
-	if n.Etcd == EtcdStacked {
-		binaries["etcd"] = n.Bins.Etcd
+	if err := n.listImages(ctx); err != nil {
+		return err
 	}
 	var client kubernetes.Interface
 	for i, spec := range opts.Nodes {
@@ -220,9 +260,12 @@ func (n *Nodes) start(ctx context.Context, opts NodesOptions) error {
 				return err
 			}
 		}
-		opts.Log("starting the static Pod runner of %s", node.Name)
+		opts.Log("starting the static Pod runner (the kubelet) and the container runtime of %s", node.Name)
+		if err := n.startCRI(node); err != nil {
+			return fmt.Errorf("node %s: %w", spec.Name, err)
+		}
 		node.Runner = StartRunner(RunnerOptions{Node: node.Name, Address: node.Address, Root: node.Root, ManifestsDir: node.ManifestsDir,
-			Binaries: binaries, Client: client, Grace: opts.Grace, Log: opts.Log})
+			Binaries: n.Images, Client: client, Grace: opts.Grace, KubeletVersion: n.Release.Version, Log: opts.Log})
 		if n.Etcd == EtcdStacked && i > 0 {
 			opts.Log("%s: joining its etcd member as kubeadm join --control-plane does", node.Name)
 			if err := n.joinEtcd(ctx, node, filepath.Join(node.Root, "kubeadm.yaml"), opts.Log); err != nil {
@@ -233,13 +276,28 @@ func (n *Nodes) start(ctx context.Context, opts NodesOptions) error {
 	if err := n.waitAPI(ctx); err != nil {
 		return err
 	}
-	opts.Log("uploading the ClusterConfiguration with kubeadm init phase upload-config kubeadm")
-	file := filepath.Join(n.Dir, "upload-config.yaml")
-	if err := os.WriteFile(file, []byte(n.Nodes[0].ConfigFile(n.ClusterConfig)), 0o600); err != nil {
+	// The kubelet's configuration too, as kubeadm init uploads it: the
+	// kubelet-config ConfigMap (and the RBAC that lets nodes read it),
+	// which kubeadm upgrade writes each node's config.yaml from. kubeadm
+	// runs in the first node's root with its admin.conf, as `kubeadm init`
+	// does: it then also binds admin.conf's group, kubeadm:cluster-admins,
+	// to cluster-admin, which kubeadm upgrade's admin.conf needs.
+	opts.Log("uploading the ClusterConfiguration and the kubelet's with kubeadm init phase upload-config all, in %s's root", n.Nodes[0].Name)
+	first := n.Nodes[0]
+	file := filepath.Join(first.Root, "upload-config.yaml")
+	if err := os.WriteFile(file, []byte(first.rootConfigFile(n.ClusterConfig)), 0o600); err != nil {
 		return err
 	}
-	if _, err := n.Kubeadm(ctx, "init", "phase", "upload-config", "kubeadm", "--config", file, "--kubeconfig", n.Kubeconfig); err != nil {
-		return err
+	kubeadm := strings.ReplaceAll(first.KubeadmTemplate, "{version}", n.Release.Version)
+	if out, err := exec.CommandContext(ctx, kubeadm, "init", "phase", "upload-config", "all", "--config", file).CombinedOutput(); err != nil {
+		return fmt.Errorf("kubeadm init phase upload-config all: %w: %s", err, out)
+	}
+	// And CoreDNS and kube-proxy, as kubeadm init installs them, whose
+	// upgrade kubeadm upgrade checks and makes. Their Pods stay Pending:
+	// the harness runs no container of theirs.
+	opts.Log("installing CoreDNS and kube-proxy with kubeadm init phase addon all, in %s's root", first.Name)
+	if out, err := exec.CommandContext(ctx, kubeadm, "init", "phase", "addon", "all", "--config", file).CombinedOutput(); err != nil {
+		return fmt.Errorf("kubeadm init phase addon all: %w: %s", err, out)
 	}
 	return n.WaitReady(ctx, 3*time.Minute)
 }
@@ -317,7 +375,11 @@ func (n *Nodes) setUpNode(ctx context.Context, spec NodeSpec, opts NodesOptions)
 	if err := os.WriteFile(file, []byte(node.ConfigFile(n.ClusterConfig)), 0o600); err != nil {
 		return nil, err
 	}
-	if err := RenderManifests(ctx, n.Bins.Kubeadm, file, node.ManifestsDir); err != nil {
+	if err := RenderManifests(ctx, n.Release.Kubeadm, file, node.ManifestsDir); err != nil {
+		return nil, err
+	}
+	opts.Log("%s: the kubelet's files, the container runtime's socket and kubeadm of every release in its root", spec.Name)
+	if err := n.setUpRoot(ctx, node, file); err != nil {
 		return nil, err
 	}
 	if n.Etcd == EtcdStacked && len(n.Nodes) == 0 {
@@ -340,9 +402,14 @@ func RenderManifests(ctx context.Context, kubeadm, configFile, dir string) error
 	return nil
 }
 
-// Kubeadm runs the built kubeadm.
+// Kubeadm runs the kubeadm of the release the control plane started at.
 func (n *Nodes) Kubeadm(ctx context.Context, args ...string) ([]byte, error) {
-	return n.base.Kubeadm(ctx, args...)
+	cmd := exec.CommandContext(ctx, n.Release.Kubeadm, args...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("kubeadm %v: %w: %s", args, err, out)
+	}
+	return out, nil
 }
 
 // Clientset returns a system:masters client through the load balancer.
@@ -366,6 +433,9 @@ func (n *Nodes) Stop() {
 		}
 	}
 	wg.Wait()
+	for _, node := range n.Nodes {
+		node.cri.stop()
+	}
 	if n.lb != nil {
 		n.lb.Close()
 	}

@@ -9,10 +9,10 @@ import (
 // The ClusterConfiguration of a StartNodes control plane, and the options'
 // defaults.
 
-// NodesClusterConfig is a ClusterConfiguration for StartNodes: external
-// etcd at etcdURL, the load balancer's endpoint.
-func NodesClusterConfig(endpoint, etcdURL string) string {
-	return clusterConfig(endpoint, fmt.Sprintf(`etcd:
+// NodesClusterConfig is a ClusterConfiguration for StartNodes: Kubernetes
+// version, external etcd at etcdURL, the load balancer's endpoint.
+func NodesClusterConfig(version, endpoint, etcdURL string) string {
+	return clusterConfig(version, endpoint, fmt.Sprintf(`etcd:
   external:
     endpoints:
     - %s
@@ -22,19 +22,19 @@ func NodesClusterConfig(endpoint, etcdURL string) string {
 // StackedClusterConfig is a ClusterConfiguration for StartNodes with a
 // stacked etcd: NodesClusterConfig's, with etcd.local and kubeadm's default
 // data directory, which the runner maps into each node's root.
-func StackedClusterConfig(endpoint string) string {
-	return clusterConfig(endpoint, `etcd:
+func StackedClusterConfig(version, endpoint string) string {
+	return clusterConfig(version, endpoint, `etcd:
   local:
     dataDir: /var/lib/etcd
 `)
 }
 
 // clusterConfig is the ClusterConfiguration of StartNodes with the given
-// etcd section.
-func clusterConfig(endpoint, etcd string) string {
+// version and etcd section.
+func clusterConfig(version, endpoint, etcd string) string {
 	return fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
-kubernetesVersion: v1.37.2
+kubernetesVersion: %s
 clusterName: kubernetes
 controlPlaneEndpoint: %s
 %snetworking:
@@ -48,44 +48,55 @@ controllerManager:
   extraArgs:
   - name: node-cidr-mask-size
     value: "24"
-`, endpoint, etcd)
+`, version, endpoint, etcd)
 }
 
-// complete fills in the defaults and refuses a ClusterConfiguration whose
-// etcd is not where Etcd says.
-func (o *NodesOptions) complete() error {
+// complete fills in the defaults, refuses a ClusterConfiguration whose etcd
+// is not where Etcd says, and returns the built release of its
+// kubernetesVersion.
+func (o *NodesOptions) complete(bins Binaries) (Release, error) {
 	mode, err := ParseEtcdMode(string(o.Etcd))
 	if err != nil {
-		return err
+		return Release{}, err
 	}
 	o.Etcd = mode
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
 	}
+	if o.KubernetesVersion == "" && o.ClusterConfig == "" {
+		o.KubernetesVersion = bins.Version
+	}
 	if mode == EtcdStacked {
 		o.EtcdURL = ""
 		if o.ClusterConfig == "" {
-			o.ClusterConfig = StackedClusterConfig(o.Endpoint)
+			o.ClusterConfig = StackedClusterConfig(o.KubernetesVersion, o.Endpoint)
 		}
 	} else {
 		if o.EtcdURL == "" {
 			o.EtcdURL = "http://127.0.0.1:2379"
 		}
 		if o.ClusterConfig == "" {
-			o.ClusterConfig = NodesClusterConfig(o.Endpoint, o.EtcdURL)
+			o.ClusterConfig = NodesClusterConfig(o.KubernetesVersion, o.Endpoint, o.EtcdURL)
 		}
 	}
 	var cfg struct {
-		Etcd struct {
+		KubernetesVersion string `json:"kubernetesVersion"`
+		Etcd              struct {
 			Local    *struct{} `json:"local"`
 			External *struct{} `json:"external"`
 		} `json:"etcd"`
 	}
 	if err := yaml.Unmarshal([]byte(o.ClusterConfig), &cfg); err != nil {
-		return fmt.Errorf("the ClusterConfiguration: %w", err)
+		return Release{}, fmt.Errorf("the ClusterConfiguration: %w", err)
 	}
 	if stacked := cfg.Etcd.External == nil; stacked != (mode == EtcdStacked) {
-		return fmt.Errorf("the ClusterConfiguration's etcd is not %s, as the options say", mode)
+		return Release{}, fmt.Errorf("the ClusterConfiguration's etcd is not %s, as the options say", mode)
 	}
-	return nil
+	if o.KubernetesVersion == "" {
+		o.KubernetesVersion = cfg.KubernetesVersion
+	}
+	if cfg.KubernetesVersion != o.KubernetesVersion {
+		return Release{}, fmt.Errorf("the ClusterConfiguration's kubernetesVersion is %q, not %s as the options say", cfg.KubernetesVersion, o.KubernetesVersion)
+	}
+	return bins.Release(o.KubernetesVersion)
 }

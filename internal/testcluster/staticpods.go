@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -51,7 +53,10 @@ type RunnerOptions struct {
 	Root string
 	// ManifestsDir is the directory watched.
 	ManifestsDir string
-	// Binaries maps a manifest's command (kube-apiserver, ...) to a binary.
+	// Binaries maps an image, by its name and tag without the registry
+	// (kube-apiserver:v1.37.2, see ImageKey), to the binary that runs it:
+	// the runner picks a static Pod's program by its image, as the kubelet
+	// runs what the image holds.
 	Binaries map[string]string
 	// Client publishes the mirror Pods, and registers the Node and renews
 	// its Lease as a kubelet does (without a Node, the controller-manager's
@@ -65,7 +70,13 @@ type RunnerOptions struct {
 	// killed: the manifest's terminationGracePeriodSeconds (30s unless set)
 	// when zero. A kube-apiserver draining its watches takes all of it.
 	Grace time.Duration
-	Log   func(format string, args ...any)
+	// KubeletVersion is the version of the kubelet the runner stands in
+	// for, as it starts: the Node reports it, and the runner serves the
+	// kubelet's /healthz as Root/var/lib/kubelet/config.yaml says, and
+	// restarts when the node's kubelet restart command asks (kubelet.go).
+	// Empty, the runner does none of that.
+	KubeletVersion string
+	Log            func(format string, args ...any)
 }
 
 // PodStats is what the runner did with one static Pod, for tests.
@@ -99,8 +110,11 @@ type Runner struct {
 	wg     sync.WaitGroup
 
 	// Owned by the status loop.
-	node      *corev1.Node
-	heartbeat time.Time
+	node       *corev1.Node
+	heartbeat  time.Time
+	kubelet    kubeletState
+	podProcs   map[types.UID]*podProcess // the Pods it runs (kubeletpods.go)
+	podsSynced time.Time
 }
 
 type staticPod struct {
@@ -124,6 +138,24 @@ type staticPod struct {
 	synced     string    // the mirror Pod state last published
 	checked    time.Time // when the mirror Pod was last seen in place
 	lastErr    string
+	pullErr    string // why the image cannot run ("" when it can)
+}
+
+// ImageKey is an image's name and tag without its registry and path, by
+// which RunnerOptions.Binaries names it: registry.k8s.io/kube-apiserver:v1.37.2
+// is kube-apiserver:v1.37.2.
+func ImageKey(image string) string {
+	return image[strings.LastIndex(image, "/")+1:]
+}
+
+// imageNames are the images the runner has binaries for, sorted.
+func (r *Runner) imageNames() []string {
+	names := make([]string, 0, len(r.opts.Binaries))
+	for k := range r.opts.Binaries {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // StartRunner starts watching opts.ManifestsDir.
@@ -142,6 +174,10 @@ func StartRunner(opts RunnerOptions) *Runner {
 		stop: make(chan struct{}),
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.podProcs = map[types.UID]*podProcess{}
+	if opts.KubeletVersion != "" {
+		r.startKubelet(opts.KubeletVersion)
+	}
 	// Processes and the API are looked after apart, as in the kubelet: a
 	// slow or absent API server must not delay noticing a crash.
 	r.wg.Add(2)
@@ -160,6 +196,8 @@ func (r *Runner) Stop() {
 	close(r.stop)
 	r.cancel()
 	r.wg.Wait()
+	r.stopKubelet()
+	r.stopPods()
 	r.mu.Lock()
 	var stopping []chan struct{}
 	for _, p := range r.pods {
@@ -254,6 +292,7 @@ func (r *Runner) syncProcesses() {
 			r.opts.Log("%s: %s changed (config hash %s -> %s), restarting", r.opts.Node, file, p.hash, m.hash)
 			r.terminate(p, r.grace(p))
 			p.hash, p.pod, p.updates, p.restarts, p.next, p.updated = m.hash, m.pod, p.updates+1, 0, time.Time{}, time.Now()
+			p.pullErr = ""
 		}
 		r.reap(p)
 		if p.stopping != nil {
@@ -273,6 +312,13 @@ func (r *Runner) syncProcesses() {
 // syncStatus keeps the Node alive, probes the components and publishes the
 // mirror Pods.
 func (r *Runner) syncStatus() {
+	if r.opts.KubeletVersion != "" {
+		r.syncKubelet()
+		if r.kubelet.down != "" {
+			return // no heartbeat, as from a kubelet that is not running
+		}
+		r.syncPods()
+	}
 	r.registerNode()
 	r.mu.Lock()
 	pods := make([]*staticPod, 0, len(r.pods))

@@ -24,12 +24,20 @@ func (r *Runner) start(p *staticPod) {
 	if len(argv) == 0 {
 		return
 	}
-	bin, ok := r.opts.Binaries[argv[0]]
+	// The image is what the kubelet pulls and runs; here it names the
+	// binary. An image the harness has no binary for is one no registry
+	// serves: the Pod stays Pending, as with ErrImagePull, until its
+	// manifest changes.
+	bin, ok := r.opts.Binaries[ImageKey(c.Image)]
 	if !ok {
-		r.opts.Log("%s: no binary for %q", r.opts.Node, argv[0])
+		if p.pullErr == "" {
+			r.opts.Log("%s: %s: no binary for image %s", r.opts.Node, p.pod.Name, c.Image)
+		}
+		p.pullErr = fmt.Sprintf("no binary for image %s: the harness builds %s", c.Image, strings.Join(r.imageNames(), ", "))
 		p.next = time.Now().Add(time.Hour)
 		return
 	}
+	p.pullErr = ""
 	args := mapPaths(r.opts.Root, p.pod, argv[1:])
 	if err := os.MkdirAll(r.opts.Logs, 0o700); err != nil {
 		return

@@ -55,6 +55,47 @@ type Binaries struct {
 	// tests that restore snapshots (`etcdutl snapshot restore`). Optional:
 	// empty when hack/testbin.sh does not report it.
 	Etcdutl string
+	// Version is the Kubernetes version of Kubeadm, APIServer,
+	// ControllerManager and Scheduler (v1.37.2); EtcdVersion is Etcd's
+	// (v3.7.0), the one that release's kubeadm deploys.
+	Version, EtcdVersion string
+	// Previous is the release before (v1.36.3), which an upgrade starts
+	// from: its kubeadm is KubeadmV1beta3.
+	Previous Release
+	// Nodebox is hack/tools/nodebox, the CRI endpoint, cp and pause a
+	// node's root holds for kubeadm (see noderoot.go).
+	Nodebox string
+}
+
+// Release is one Kubernetes release's control plane: its kubeadm, its
+// components, and the etcd its kubeadm deploys.
+type Release struct {
+	Version                                          string
+	Kubeadm, APIServer, ControllerManager, Scheduler string
+	EtcdVersion, Etcd                                string
+}
+
+// Current is the release of Binaries' own control plane.
+func (b Binaries) Current() Release {
+	return Release{Version: b.Version, Kubeadm: b.Kubeadm, APIServer: b.APIServer, ControllerManager: b.ControllerManager,
+		Scheduler: b.Scheduler, EtcdVersion: b.EtcdVersion, Etcd: b.Etcd}
+}
+
+// Releases are the releases built: the current one and the one before.
+func (b Binaries) Releases() []Release {
+	return []Release{b.Current(), b.Previous}
+}
+
+// Release is the built release of a Kubernetes version.
+func (b Binaries) Release(version string) (Release, error) {
+	var have []string
+	for _, r := range b.Releases() {
+		if r.Version == version {
+			return r, nil
+		}
+		have = append(have, r.Version)
+	}
+	return Release{}, fmt.Errorf("no control plane of Kubernetes %s is built (make testbin builds %s)", version, strings.Join(have, " and "))
 }
 
 // Options tune how a cluster starts.
@@ -130,9 +171,35 @@ func FindBinaries() (Binaries, error) {
 			b.KubeadmV1beta3 = v
 		case "ETCDUTL_BIN":
 			b.Etcdutl = v
+		case "KUBERNETES_VERSION":
+			b.Version = v
+		case "ETCD_VERSION":
+			b.EtcdVersion = v
+		case "PREVIOUS_KUBERNETES_VERSION":
+			b.Previous.Version = v
+		case "PREVIOUS_KUBEADM_BIN":
+			b.Previous.Kubeadm = v
+		case "PREVIOUS_KUBE_APISERVER_BIN":
+			b.Previous.APIServer = v
+		case "PREVIOUS_KUBE_CONTROLLER_MANAGER_BIN":
+			b.Previous.ControllerManager = v
+		case "PREVIOUS_KUBE_SCHEDULER_BIN":
+			b.Previous.Scheduler = v
+		case "PREVIOUS_ETCD_VERSION":
+			b.Previous.EtcdVersion = v
+		case "PREVIOUS_ETCD_BIN":
+			b.Previous.Etcd = v
+		case "NODEBOX_BIN":
+			b.Nodebox = v
 		}
 	}
-	if b.Etcd == "" || b.APIServer == "" || b.Kubeadm == "" || b.KubeadmV1beta3 == "" {
+	for _, r := range b.Releases() {
+		if r.Version == "" || r.Kubeadm == "" || r.APIServer == "" || r.ControllerManager == "" || r.Scheduler == "" ||
+			r.EtcdVersion == "" || r.Etcd == "" {
+			return Binaries{}, fmt.Errorf("hack/testbin.sh did not report all binaries: %q", out)
+		}
+	}
+	if b.KubeadmV1beta3 == "" || b.Nodebox == "" {
 		return Binaries{}, fmt.Errorf("hack/testbin.sh did not report all binaries: %q", out)
 	}
 	return b, nil

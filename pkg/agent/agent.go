@@ -52,6 +52,11 @@ const (
 	// DefaultStopGrace is how long a node's turn may go on after the agent
 	// is told to stop before it is interrupted, and so rolled back.
 	DefaultStopGrace = time.Minute
+	// DefaultKeepKubeadmBackups is how many of each kind of backup
+	// directory kubeadm leaves in /etc/kubernetes/tmp an agent keeps: every
+	// kubeadm upgrade leaves a copy of the manifests, and on a stacked node
+	// of the whole etcd data directory.
+	DefaultKeepKubeadmBackups = 3
 )
 
 // Config is what an agent needs. Record, Clock, Node.Config, Node.Store,
@@ -75,6 +80,26 @@ type Config struct {
 	// Wait and NoEtcdSnapshot are each turn's, as reconfigure's flags are.
 	Wait           time.Duration
 	NoEtcdSnapshot bool
+	// Upgrade reads and writes the upgrade record, in Record's namespace
+	// (Node.UpgradeConfigMap): the agents carry out an upgrade
+	// upgrade-apply started. Nil: this agent takes no upgrade step.
+	Upgrade *engine.Engine
+	// KubeadmTemplate is the node's kubeadm of a given Kubernetes release,
+	// {version} standing for the version (packaged installs keep one per
+	// release); without {version}, Node.Kubeadm's one release.
+	KubeadmTemplate string
+	// KubeletRestart is the command that installs the kubelet of release
+	// $KUBEADMCFG_KUBELET_VERSION on the node and restarts it.
+	KubeletRestart []string
+	// KubeletConfig is the kubelet's configuration file: where its
+	// /healthz answers.
+	KubeletConfig string
+	// IgnorePreflightErrors are kubeadm's preflight checks an upgrade
+	// ignores on this node (kubeadm's --ignore-preflight-errors).
+	IgnorePreflightErrors []string
+	// KeepKubeadmBackups is how many of each kind of backup directory
+	// kubeadm leaves in /etc/kubernetes/tmp are kept (DefaultKeepKubeadmBackups).
+	KeepKubeadmBackups int
 	// Heartbeat is how often the Lease is renewed (DefaultHeartbeat), and
 	// StaleAfter how old an earlier agent's Lease must be to be taken over
 	// (DefaultStaleAfter).
@@ -114,6 +139,8 @@ type View struct {
 	Rollout *corev1.ConfigMap
 	// Config is kubeadm-config; nil until it is first seen.
 	Config *corev1.ConfigMap
+	// Upgrade is the upgrade record; nil when absent.
+	Upgrade *corev1.ConfigMap
 }
 
 // work is one kind of node work. Each pass of the agent's loop runs every
@@ -130,11 +157,12 @@ type Agent struct {
 	cfg   Config
 	lease *engine.HeldLease
 
-	records, configs mailbox
+	records, configs, upgradeRecords mailbox
 
 	view     View
 	works    []work
 	rollouts *rollouts
+	upgrades *upgrades
 	state    *states
 	repeated map[string]string // the message last logged of a failure that repeats, by key
 }
@@ -169,9 +197,12 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Identity = fmt.Sprintf("agent/%s/%d-%s", cfg.Name, os.Getpid(), hex.EncodeToString(b[:]))
 	}
 	cfg.Now = cfg.Clock.Now
-	a := &Agent{cfg: cfg, records: newMailbox(), configs: newMailbox(), repeated: map[string]string{}}
-	a.rollouts, a.state = &rollouts{a: a}, &states{a: a}
-	a.works = []work{a.rollouts, a.state}
+	if cfg.KeepKubeadmBackups <= 0 {
+		cfg.KeepKubeadmBackups = DefaultKeepKubeadmBackups
+	}
+	a := &Agent{cfg: cfg, records: newMailbox(), configs: newMailbox(), upgradeRecords: newMailbox(), repeated: map[string]string{}}
+	a.rollouts, a.upgrades, a.state = &rollouts{a: a}, &upgrades{a: a}, &states{a: a}
+	a.works = []work{a.rollouts, a.upgrades, a.state}
 	return a, nil
 }
 
@@ -198,12 +229,17 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	// The followers' ends, one each: nil when told to stop, a panic
 	// recovered in one otherwise, which ends the agent (exit 10).
 	follow, stopFollowing := context.WithCancel(ctx)
-	followers, ended := 0, make(chan error, 2)
-	for _, f := range []struct {
+	type followed struct {
 		e    *engine.Engine
 		box  *mailbox
 		what string
-	}{{a.cfg.Record, &a.records, "the rollout record"}, {a.cfg.Config, &a.configs, "kubeadm-config"}} {
+	}
+	follows := []followed{{a.cfg.Record, &a.records, "the rollout record"}, {a.cfg.Config, &a.configs, "kubeadm-config"}}
+	if a.cfg.Upgrade != nil {
+		follows = append(follows, followed{a.cfg.Upgrade, &a.upgradeRecords, "the upgrade record"})
+	}
+	followers, ended := 0, make(chan error, len(follows))
+	for _, f := range follows {
 		followers++
 		crash.Go(func() error {
 			defer crash.Recover(func(err error) { ended <- err })
@@ -249,9 +285,18 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 			if cm, _ := a.records.take(); !older(cm, a.view.Rollout) {
 				a.view.Rollout = cm
 			}
+		case <-a.upgradeRecords.ready:
+			if cm, _ := a.upgradeRecords.take(); !older(cm, a.view.Upgrade) {
+				a.view.Upgrade = cm
+			}
 		case <-resync.C:
 			if cm, _, err := a.cfg.Record.Current(ctx); err == nil && !older(cm, a.view.Rollout) {
 				a.view.Rollout = cm
+			}
+			if a.cfg.Upgrade != nil {
+				if cm, _, err := a.cfg.Upgrade.Current(ctx); err == nil && !older(cm, a.view.Upgrade) {
+					a.view.Upgrade = cm
+				}
 			}
 		}
 		// A Lease taken over while the loop waited comes first: this agent

@@ -38,7 +38,7 @@ func (w *rollouts) resume(ctx context.Context, r *rollout.Record, entry rollout.
 	a.job(ctx, func(jctx, wctx context.Context) {
 		before, berr := w.preRollout(entry)
 		resumed := false
-		rep, err := reconfigure.Run(jctx, a.cfg.Node, w.request(r, func([]string, string) error {
+		rep, err := reconfigure.Run(jctx, a.nodeFor(r.Target), w.request(r, func([]string, string) error {
 			if err := w.resumeNode(jctx, s, entry); err != nil {
 				return err
 			}

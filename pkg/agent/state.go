@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -77,6 +78,10 @@ func (w *states) find(ctx context.Context) (st nodestate.State) {
 	if lg, err := a.cfg.Store.LastGood(t.Namespace, t.Name, a.cfg.Name); err == nil {
 		st.LastKnownGood = lg.Name
 	}
+	if a.cfg.Upgrade != nil {
+		st.KubeadmVersions = a.kubeadmVersions(ctx)
+		st.Etcd = a.etcdHealth(ctx)
+	}
 	live := a.view.Config
 	if live == nil {
 		st.Error = t.String() + " was not found"
@@ -88,7 +93,7 @@ func (w *states) find(ctx context.Context) (st nodestate.State) {
 		return st
 	}
 	st.LiveHash, st.LiveResourceVersion = rollout.Hash([]byte(doc)), live.ResourceVersion
-	rep, err := reconfigure.Run(ctx, a.cfg.Node, reconfigure.Request{
+	rep, err := reconfigure.Run(ctx, a.nodeFor([]byte(doc)), reconfigure.Request{
 		Source: reconfigure.Source{Pinned: live}, DryRun: true,
 		// Only a comparison: what differs is the answer, whatever it is.
 		AllowVersionChange: true, AllowDuringUpgrade: true,
@@ -108,4 +113,40 @@ func (w *states) find(ctx context.Context) (st nodestate.State) {
 		st.Differs = nil
 	}
 	return st
+}
+
+// etcdHealth is the health of the node's etcd member, as an upgrade's
+// preflight needs it: the member answers, and its cluster passes the
+// checks a change of it would (every member healthy, no alarm). Nil on a
+// node without a local member.
+func (a *Agent) etcdHealth(ctx context.Context) *nodestate.EtcdHealth {
+	client, err := a.etcdClient()
+	if client == nil && err == nil {
+		return nil
+	}
+	if err != nil {
+		return &nodestate.EtcdHealth{Error: exitcode.Message(err)}
+	}
+	defer client.Close()
+	cl, err := client.Cluster(ctx)
+	if err != nil {
+		return &nodestate.EtcdHealth{Error: exitcode.Message(err)}
+	}
+	h := &nodestate.EtcdHealth{Healthy: true}
+	if m, ok := cl.LocalMember(); ok {
+		h.Member = m.String()
+	}
+	var problems []string
+	for _, m := range cl.Members {
+		if !m.Healthy() {
+			problems = append(problems, m.String()+": "+m.Problem)
+		}
+	}
+	for _, al := range cl.Alarms {
+		problems = append(problems, "alarm "+al.String())
+	}
+	if len(problems) > 0 {
+		h.Healthy, h.Error = false, strings.Join(problems, "; ")
+	}
+	return h
 }

@@ -28,7 +28,7 @@ func (w *rollouts) turn(ctx context.Context, r *rollout.Record) {
 	a, s := w.a, r.Status
 	a.job(ctx, func(jctx, wctx context.Context) {
 		begun := false
-		rep, err := reconfigure.Run(jctx, a.cfg.Node, w.request(r, func(components []string, backup string) error {
+		rep, err := reconfigure.Run(jctx, a.nodeFor(r.Target), w.request(r, func(components []string, backup string) error {
 			if !a.holds() {
 				return errNotHeld
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -25,4 +26,16 @@ func (e *Engine) ControlPlaneNodes(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(names)
 	return names, nil
+}
+
+// Node reads one Node, bounded by the timeout: a kubelet's version and
+// readiness after an upgrade's kubelet step (get on nodes).
+func (e *Engine) Node(ctx context.Context, name string) (*corev1.Node, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	defer cancel()
+	n, err := e.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, APIError(err, "get", "node "+name)
+	}
+	return n, nil
 }

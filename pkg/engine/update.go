@@ -169,6 +169,7 @@ func (c *call) attempt(ctx context.Context, mutate Mutate, before beforeWrite, b
 		work.Annotations = map[string]string{}
 	}
 	work.Annotations[WriteIDAnnotation] = c.token
+	e.stampReplaced(current, work)
 	res.Changed, res.Created = true, create
 	if !create {
 		res.Old = current

@@ -20,7 +20,7 @@ type Liveness string
 
 // The liveness of an agent.
 const (
-	// AgentAlive: its Lease was renewed within the stale-after.
+	// AgentAlive: its Lease was renewed within its duration.
 	AgentAlive Liveness = "alive"
 	// AgentLost: its Lease exists but went unrenewed for longer.
 	AgentLost Liveness = "lost"
@@ -53,8 +53,9 @@ func (a Agent) Seen() string {
 }
 
 // Judge reads one Lease as an agent's, on the API server's clock now:
-// alive when renewed within staleAfter. ok is false when it is not an
-// agent's Lease.
+// alive when renewed within StaleAfter(l, staleAfter), its own duration
+// unless staleAfter overrides it. ok is false when it is not an agent's
+// Lease.
 func Judge(l *coordinationv1.Lease, now time.Time, staleAfter time.Duration) (Agent, bool) {
 	node, state, ok, err := FromLease(l)
 	if !ok {

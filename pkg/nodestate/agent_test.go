@@ -43,3 +43,34 @@ func TestJudgeANeverRenewedLease(t *testing.T) {
 		t.Fatalf("got %+v", a)
 	}
 }
+
+// TestStaleAfterIsTheLeasesOwnDuration (R13): each Lease is judged by the
+// duration its agent wrote (three of its heartbeats), unless overridden.
+func TestStaleAfterIsTheLeasesOwnDuration(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	lease := func(age time.Duration, seconds int32) *coordinationv1.Lease {
+		rt := metav1.NewMicroTime(now.Add(-age))
+		l := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{RenewTime: &rt}}
+		if seconds > 0 {
+			l.Spec.LeaseDurationSeconds = &seconds
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name     string
+		l        *coordinationv1.Lease
+		override time.Duration
+		alive    bool
+	}{
+		{"a 30s heartbeat, renewed 35s ago", lease(35*time.Second, 90), 0, true},
+		{"a 2s heartbeat, renewed 7s ago", lease(7*time.Second, 6), 0, false},
+		{"no duration, renewed 30s ago", lease(DefaultStaleAfter, 0), 0, true},
+		{"no duration, renewed 31s ago", lease(DefaultStaleAfter+time.Second, 0), 0, false},
+		{"overridden shorter", lease(35*time.Second, 90), 10 * time.Second, false},
+		{"overridden longer", lease(7*time.Second, 6), time.Minute, true},
+	} {
+		if got := Alive(tc.l, now, tc.override); got != tc.alive {
+			t.Errorf("%s: alive %v, want %v", tc.name, got, tc.alive)
+		}
+	}
+}

@@ -27,7 +27,9 @@ const Annotation = "kubeadmcfg.io/node-state"
 
 // DefaultHeartbeat is how often an agent renews its Lease, and
 // DefaultStaleAfter how long a Lease may go unrenewed before the agent is
-// taken for lost: three missed renewals.
+// taken for lost: three missed renewals. An agent writes its own duration
+// (three of its heartbeats) in leaseDurationSeconds, and readers judge
+// each Lease by it; DefaultStaleAfter is for a Lease that carries none.
 const (
 	DefaultHeartbeat  = 10 * time.Second
 	DefaultStaleAfter = 3 * DefaultHeartbeat
@@ -140,11 +142,26 @@ func LastSeen(l *coordinationv1.Lease, now time.Time) (age time.Duration, ok boo
 	return now.Sub(l.Spec.RenewTime.Time), true
 }
 
-// Alive reports whether the agent renewed its Lease within staleAfter of
-// now. now must be the API server's time (engine.ServerClock): the agent
-// stamps renewTime with the server's clock too, so no host's own clock
-// decides.
+// Alive reports whether the agent renewed its Lease within
+// StaleAfter(l, staleAfter) of now. now must be the API server's time
+// (engine.ServerClock): the agent stamps renewTime with the server's clock
+// too, so no host's own clock decides. (An HA control plane has one clock
+// per API server: Observer judges a Lease without comparing them.)
 func Alive(l *coordinationv1.Lease, now time.Time, staleAfter time.Duration) bool {
 	age, ok := LastSeen(l, now)
-	return ok && age <= staleAfter
+	return ok && age <= StaleAfter(l, staleAfter)
+}
+
+// StaleAfter is how long l may go unrenewed before its agent is taken for
+// lost: override when positive, else the Lease's own leaseDurationSeconds
+// (three of its agent's heartbeats, whatever the agent's
+// --heartbeat-interval), else DefaultStaleAfter.
+func StaleAfter(l *coordinationv1.Lease, override time.Duration) time.Duration {
+	switch {
+	case override > 0:
+		return override
+	case l.Spec.LeaseDurationSeconds != nil && *l.Spec.LeaseDurationSeconds > 0:
+		return time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return DefaultStaleAfter
 }

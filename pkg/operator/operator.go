@@ -22,7 +22,6 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
@@ -48,9 +47,17 @@ type Rollouts struct {
 	Now func() time.Time
 	// By names who acts, as the record and its history show it.
 	By string
-	// StaleAfter is how long an agent's Lease may go unrenewed before the
-	// agent is taken for lost (nodestate.DefaultStaleAfter when zero).
+	// StaleAfter, when positive, is how long every agent's Lease may go
+	// unrenewed before the agent is taken for lost; zero judges each Lease
+	// by its own duration (nodestate.StaleAfter).
 	StaleAfter time.Duration
+	// PreflightWait bounds how long a preflight waits for a control-plane
+	// node's components to be Ready (DefaultPreflightWait when zero); the
+	// context bounds it too.
+	PreflightWait time.Duration
+	// Progress, when set, is told in one line what a wait waits for (the
+	// preflight's, abandon's).
+	Progress func(line string)
 }
 
 // Change is what an operation did to the record.
@@ -75,13 +82,6 @@ func (o *Rollouts) now() time.Time {
 }
 
 func (o *Rollouts) clock() rollout.Clock { return rollout.Clock{Now: o.now(), By: o.By} }
-
-func (o *Rollouts) staleAfter() time.Duration {
-	if o.StaleAfter <= 0 {
-		return nodestate.DefaultStaleAfter
-	}
-	return o.StaleAfter
-}
 
 // recordName is the record as messages name it.
 func (o *Rollouts) recordName() string {
@@ -125,6 +125,11 @@ func (o *Rollouts) noRollout() error {
 // records event as an Event on it when the record changed. change may be
 // run more than once, on ever newer copies of the record.
 func (o *Rollouts) transition(ctx context.Context, change func(r *rollout.Record) (bool, error), event func(s *rollout.Status) (reason, message string)) (*Change, error) {
+	return o.transitionAs(ctx, corev1.EventTypeNormal, change, event)
+}
+
+// transitionAs is transition with an Event of eventType.
+func (o *Rollouts) transitionAs(ctx context.Context, eventType string, change func(r *rollout.Record) (bool, error), event func(s *rollout.Status) (reason, message string)) (*Change, error) {
 	var after *rollout.Record
 	res, err := o.Record.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
 		r, changed, err := rollout.Apply(cm, change)
@@ -146,7 +151,7 @@ func (o *Rollouts) transition(ctx context.Context, change func(r *rollout.Record
 	}
 	if res.Changed && res.New != nil && out.Status != nil && event != nil {
 		reason, message := event(out.Status)
-		out.Warnings = append(out.Warnings, o.event(ctx, res.New, corev1.EventTypeNormal, reason, message)...)
+		out.Warnings = append(out.Warnings, o.event(ctx, res.New, eventType, reason, message)...)
 	}
 	return out, nil
 }

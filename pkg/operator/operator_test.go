@@ -65,6 +65,15 @@ func (w *world) node(name string, ready, agent bool, renewed time.Time) {
 	}
 }
 
+// leaseDuration sets the leaseDurationSeconds of node's agent Lease.
+func (w *world) leaseDuration(node string, seconds int32) {
+	for _, obj := range w.objects {
+		if l, ok := obj.(*coordinationv1.Lease); ok && l.Name == nodestate.LeaseName(node) {
+			l.Spec.LeaseDurationSeconds = &seconds
+		}
+	}
+}
+
 func (w *world) operator(t *testing.T) (*Rollouts, *fake.Clientset) {
 	t.Helper()
 	cs := fake.NewClientset(w.objects...)
@@ -74,6 +83,15 @@ func (w *world) operator(t *testing.T) (*Rollouts, *fake.Clientset) {
 		ev := a.(k8stesting.CreateAction).GetObject().(*corev1.Event)
 		n++
 		ev.Name = fmt.Sprintf("%s%d", ev.GenerateName, n)
+		return false, nil, nil
+	})
+	// Nor does it count resourceVersions: kubeadm-config's go on from 900.
+	rv := 900
+	cs.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if cm := a.(k8stesting.UpdateAction).GetObject().(*corev1.ConfigMap); cm.Name == "kubeadm-config" {
+			rv++
+			cm.ResourceVersion = fmt.Sprint(rv)
+		}
 		return false, nil, nil
 	})
 	return &Rollouts{
@@ -116,7 +134,7 @@ func TestPreflight(t *testing.T) {
 	_, err = o.Preflight(ctx, rollout.Spec{Nodes: []string{"cp-0"}})
 	wantErr(t, err, exitcode.Conflict, "preflight failed, nothing was started: "+
 		"node cp-1: kube-apiserver is not Ready, kube-controller-manager is not Ready, kube-scheduler is not Ready, no agent (no Lease kubeadmcfg-agent-cp-1); "+
-		"node cp-2: its agent is lost (last seen 65s ago)")
+		"node cp-2: its agent looks lost (last seen 65s ago by the API server's clock, not confirmed)")
 
 	o, _ = (&world{}).operator(t)
 	_, err = o.Preflight(ctx, rollout.Spec{})
@@ -127,8 +145,9 @@ func TestPreflightNamesAMissingMirrorPod(t *testing.T) {
 	w := healthy("cp-0")
 	w.objects = append(w.objects[:2], w.objects[3:]...) // drop kube-apiserver-cp-0
 	o, _ := w.operator(t)
+	o.PreflightWait = time.Second // the kubelet may be publishing it again: it is waited for
 	_, err := o.Preflight(context.Background(), rollout.Spec{})
-	wantErr(t, err, exitcode.Conflict, "preflight failed, nothing was started: node cp-0: no mirror Pod kube-system/kube-apiserver-cp-0")
+	wantErr(t, err, exitcode.Conflict, "preflight failed after waiting 1s, nothing was started: node cp-0: no mirror Pod kube-system/kube-apiserver-cp-0")
 }
 
 // TestStartPinsTheLiveDocument: the record holds kubeadm-config's document
@@ -278,7 +297,7 @@ func TestUndoFinishesAnUndoThatDidNotPutTheDocumentBack(t *testing.T) {
 	ctx := context.Background()
 	o, cs := healthy(rollouttest.Nodes...).operator(t)
 	r := failedAtFirstNode(t)
-	if err := r.Undo(rollouttest.By("bob", 20)); err != nil {
+	if err := r.Undo(rollouttest.By("bob", 20), false); err != nil {
 		t.Fatal(err)
 	}
 	storeRecord(t, cs, r)

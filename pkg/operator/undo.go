@@ -79,7 +79,7 @@ func (o *Rollouts) Undo(ctx context.Context, force bool) (*UndoResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := trial.Undo(o.clock()); err != nil {
+	if err := trial.Undo(o.clock(), force); err != nil {
 		return nil, err
 	}
 	if err := o.checkTarget(ctx, undone, force); err != nil {
@@ -89,7 +89,7 @@ func (o *Rollouts) Undo(ctx context.Context, force bool) (*UndoResult, error) {
 		if r.Status == nil || r.Status.ID != undone.ID {
 			return false, o.superseded(r.Status, undone.ID, "nothing was undone")
 		}
-		return true, r.Undo(o.clock())
+		return true, r.Undo(o.clock(), force)
 	}, func(s *rollout.Status) (string, string) {
 		return "RolloutUndoStarted", fmt.Sprintf("rollout %d started by %s: undoes rollout %d, back to %s over %s",
 			s.ID, s.StartedBy, undone.ID, rollout.Short(s.Target.Hash), orNone(s.Order))

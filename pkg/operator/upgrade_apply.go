@@ -57,9 +57,21 @@ func (o *Upgrades) Resume(ctx context.Context) (*UpgradeChange, error) {
 		agents, err := o.Rollouts.Agents(ctx)
 		if err != nil {
 			ch.Warnings = append(ch.Warnings, "cannot tell whether the agent of "+f.node+" is alive: "+err.Error())
-		} else if p := agentProblem(f.node, nodestate.AgentFor(agents, f.node)); p != "" {
+		} else if p := lostAgent(f.node, nodestate.AgentFor(agents, f.node)); p != "" {
 			ch.Warnings = append(ch.Warnings, fmt.Sprintf("node %s: %s; %s runs again once its agent is back", f.node, p, f.step))
 		}
 	}
 	return ch, nil
+}
+
+// lostAgent says how node's agent, as Agents shows it, is not alive ("" when
+// it is).
+func lostAgent(node string, agent nodestate.Agent) string {
+	switch agent.Liveness {
+	case nodestate.AgentNone:
+		return fmt.Sprintf("no agent (no Lease %s)", nodestate.LeaseName(node))
+	case nodestate.AgentLost:
+		return "its agent looks lost (" + agent.Seen() + ")"
+	}
+	return ""
 }

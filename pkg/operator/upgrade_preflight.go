@@ -6,7 +6,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 
@@ -81,9 +83,10 @@ func (e *PreflightError) Error() string {
 //     must report its kubelet's version);
 //   - spec.Nodes that are not the control-plane nodes, or leave one out;
 //   - a control-plane node whose agent is missing or lost (judged as a
-//     rollout's preflight judges it), that has no kubeadm of the target
-//     as its agent publishes them, or whose etcd member its agent finds
-//     unhealthy (with etcd local to the nodes, every agent must say).
+//     rollout's preflight judges it: a Lease that looks stale is watched
+//     first, see agentProblems), that has no kubeadm of the target as its
+//     agent publishes them, or whose etcd member its agent finds unhealthy
+//     (with etcd local to the nodes, every agent must say).
 //
 // An unreadable record, kubeadm-config or plan, and a cluster with no
 // control-plane node, are errors of their own.
@@ -141,17 +144,12 @@ func (o *Upgrades) Preflight(ctx context.Context, spec ApplySpec) (*ApplyPlan, e
 		return nil, err
 	}
 
-	agents, err := o.Rollouts.Agents(ctx)
+	kubelets := kubeletProblems(nodes, target, spec.Version)
+	agents, err := o.agentProblems(ctx, cps, target, spec.Version, !cfg.ExternalEtcd(), len(problems)+len(kubelets) > 0)
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range cps {
-		found := nodeUpgradeProblems(n, nodestate.AgentFor(agents, n), target, spec.Version, !cfg.ExternalEtcd())
-		if len(found) > 0 {
-			problems = append(problems, fmt.Sprintf("node %s: %s", n, strings.Join(found, ", ")))
-		}
-	}
-	problems = append(problems, kubeletProblems(nodes, target, spec.Version)...)
+	problems = append(append(problems, agents...), kubelets...)
 	if len(problems) > 0 {
 		return nil, exitcode.New(exitcode.Conflict, &PreflightError{Problems: problems})
 	}
@@ -220,23 +218,69 @@ func orderProblems(order, cps []string) []string {
 	return problems
 }
 
-// nodeUpgradeProblems lists what keeps a control-plane node from being
-// upgraded to target (spelt to) by its agent: the agent missing or lost (and then
-// nothing it published counts), no kubeadm of the target among those it
-// publishes, its etcd member unhealthy, or, with etcd local to the nodes
-// (localEtcd), no word of it.
-func nodeUpgradeProblems(node string, agent nodestate.Agent, target *version.Version, to string, localEtcd bool) []string {
-	if p := agentProblem(node, agent); p != "" {
-		return []string{p}
+// agentProblems judges every control-plane node's agent as a rollout's
+// preflight does (Rollouts.agentProblem): missing, or lost, is a problem;
+// one whose Lease looks stale by the API server's clock is watched, for up
+// to its own duration, before it is taken for lost, unless refuseNow (the
+// preflight refuses anyway) or ctx ends, when it is named as looking lost.
+// An agent alive must publish target (spelt to) among its kubeadm
+// versions, and its etcd member healthy (with localEtcd, it must say).
+// Each node with problems is one "node N: ..." entry, in nodes' order.
+func (o *Upgrades) agentProblems(ctx context.Context, nodes []string, target *version.Version, to string, localEtcd, refuseNow bool) ([]string, error) {
+	watched := &nodestate.Observer{}
+	said := ""
+	for {
+		byNode, at, now, err := o.Rollouts.agentLeases(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var out, waitingFor []string
+		hard, poll := refuseNow, time.Second
+		for _, n := range nodes {
+			var texts []string
+			switch p, next := o.Rollouts.agentProblem(n, byNode[n], at, now, watched); {
+			case p != nil && p.lease:
+				texts = append(texts, p.text)
+				waitingFor = append(waitingFor, "node "+n+": "+p.waiting)
+				poll = min(poll, next)
+			case p != nil:
+				texts, hard = append(texts, p.text), true
+			default:
+				texts = publishedProblems(byNode[n], target, to, localEtcd)
+				hard = hard || len(texts) > 0
+			}
+			if len(texts) > 0 {
+				out = append(out, fmt.Sprintf("node %s: %s", n, strings.Join(texts, ", ")))
+			}
+		}
+		if hard || len(waitingFor) == 0 {
+			return out, nil
+		}
+		if line := strings.Join(waitingFor, "; "); line != said && o.Rollouts.Progress != nil {
+			o.Rollouts.Progress("preflight: waiting for " + line)
+			said = line
+		}
+		select {
+		case <-ctx.Done(): // --timeout, or an interrupt: what it found stands
+			return out, nil
+		case <-time.After(poll):
+		}
 	}
-	if agent.StateError != "" {
-		return []string{"what its agent publishes cannot be read: " + agent.StateError}
+}
+
+// publishedProblems lists what the agent of a node, alive, publishes on its
+// Lease l that keeps the node from being upgraded to target (spelt to): no
+// kubeadm of the target among those it finds, its etcd member unhealthy,
+// or, with etcd local to the nodes (localEtcd), no word of it.
+func publishedProblems(l *coordinationv1.Lease, target *version.Version, to string, localEtcd bool) []string {
+	_, s, _, err := nodestate.FromLease(l)
+	if err != nil {
+		return []string{"what its agent publishes cannot be read: " + err.Error()}
 	}
-	var problems []string
-	s := agent.State
 	if s == nil {
 		s = &nodestate.State{}
 	}
+	var problems []string
 	switch {
 	case len(s.KubeadmVersions) == 0:
 		problems = append(problems, "its agent publishes no kubeadm versions (an agent without --kubeadm-template, or older than upgrade-apply)")

@@ -64,7 +64,7 @@ func (w *upgradeWorld) node(name string, controlPlane bool, kubelet string) {
 func (w *upgradeWorld) agent(node string, renewed time.Time, state nodestate.State) {
 	l := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: nodestate.LeaseName(node), Labels: map[string]string{nodestate.Label: node}},
-		Spec:       coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: renewed}},
+		Spec:       coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: renewed}, LeaseDurationSeconds: new(int32(30))},
 	}
 	if err := nodestate.SetState(l, state); err != nil {
 		panic(err)
@@ -76,6 +76,16 @@ func (w *upgradeWorld) agent(node string, renewed time.Time, state nodestate.Sta
 		}
 	}
 	w.leases = append(w.leases, l)
+}
+
+// leaseDuration sets how long node's agent Lease may go unrenewed: how
+// long a preflight watches it when it looks stale.
+func (w *upgradeWorld) leaseDuration(node string, seconds int32) {
+	for _, l := range w.leases {
+		if l.Name == nodestate.LeaseName(node) {
+			l.Spec.LeaseDurationSeconds = &seconds
+		}
+	}
 }
 
 func (w *upgradeWorld) dropAgent(node string) {
@@ -189,7 +199,8 @@ func TestUpgradePreflightRefusals(t *testing.T) {
 		}, want: `kubeadm-config's kubernetesVersion "stable-1.36" is not a version such as v1.36.3: kubeadm's version rules cannot be checked`},
 		{name: "an agent lost", change: func(t *testing.T, w *upgradeWorld) {
 			w.agent("cp-1", rollouttest.Base.Add(-time.Minute), healthy)
-		}, want: "node cp-1: its agent is lost (last seen 65s ago)"},
+			w.leaseDuration("cp-1", 1)
+		}, want: "node cp-1: its agent is lost (last seen 65s ago; its Lease did not change in the 1s watched)"},
 		{name: "no agent", change: func(t *testing.T, w *upgradeWorld) { w.dropAgent("cp-2") },
 			want: "node cp-2: no agent (no Lease kubeadmcfg-agent-cp-2)"},
 		{name: "an agent's state unreadable", change: func(t *testing.T, w *upgradeWorld) {
@@ -231,7 +242,7 @@ func TestUpgradePreflightRefusals(t *testing.T) {
 			"rollout 1 (rollout) is Progressing, started by alice: the agents carry out one kind of work at a time; let it end first; " +
 			"v1.38.1 is 2 minor versions ahead of kubeadm-config's kubernetesVersion v1.36.3: kubeadm upgrades one minor version at a time (to v1.37 first); " +
 			"node cp-0: no agent (no Lease kubeadmcfg-agent-cp-0); node cp-1: no kubeadm v1.38.1 (its agent finds v1.36.3, v1.37.2); " +
-			"node cp-2: its agent is lost (last seen 65s ago); " +
+			"node cp-2: its agent looks lost (last seen 65s ago by the API server's clock, not confirmed); " +
 			"the kubelet of node worker-1 is v1.34.2, more than 3 minor versions older than v1.38.1, which kubeadm refuses: upgrade it first"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -305,5 +316,29 @@ func TestUpgradePreflightAllows(t *testing.T) {
 				t.Errorf("nodes %s from %s, want %s from v1.36.3", got, ap.From, tc.order)
 			}
 		})
+	}
+}
+
+// TestUpgradePreflightWatchesALeaseThatLooksStale: as a rollout's
+// preflight (R9), an agent whose Lease looks a minute old by the API
+// server's clock is watched before it is taken for lost: renewed while
+// watched, it is alive and the upgrade starts; the preflight says what it
+// waits for.
+func TestUpgradePreflightWatchesALeaseThatLooksStale(t *testing.T) {
+	w := upgradeReady("cp-0", "cp-1")
+	w.agent("cp-1", rollouttest.Base.Add(-time.Minute), nodestate.State{KubeadmVersions: []string{"v1.37.2"}, Etcd: &nodestate.EtcdHealth{Healthy: true}})
+	w.leaseDuration("cp-1", 3)
+	o, cs := w.operator(t)
+	var progress []string
+	o.Rollouts.Progress = func(line string) { progress = append(progress, line) }
+	// The agent's server's clock runs a minute behind the reader's.
+	start := time.Now()
+	renewing(t, cs, "cp-1", 500*time.Millisecond, func() time.Time { return rollouttest.Base.Add(-time.Minute + time.Since(start)) })
+	if _, err := o.Apply(context.Background(), ApplySpec{Version: "v1.37.2", Plan: kubeadmPlan(t)}); err != nil {
+		t.Fatalf("a live agent renewing through another API server: %v", err)
+	}
+	want := []string{"preflight: waiting for node cp-1: its agent looks lost by the API server's clock: watching its Lease for up to 3s"}
+	if diff := cmp.Diff(want, progress); diff != "" {
+		t.Errorf("progress (-want +got)\n%s", diff)
 	}
 }

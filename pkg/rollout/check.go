@@ -51,6 +51,16 @@ func (s *Status) check() error {
 	} else if s.Try != nil {
 		add("a rollout on trial needs a previous document to revert to")
 	}
+	if u := s.Untracked; u != nil {
+		switch {
+		case s.Kind != KindRollout || s.Previous == nil:
+			add("untracked needs a rollout of kind %s with a previous document", KindRollout)
+		case s.Try != nil:
+			add("a rollout on trial needs its previous document known exactly, not untracked writes")
+		case len(u.Fields) > MaxUntrackedFields || u.FieldsOmitted < 0:
+			add("untracked lists %d fields (and %d omitted), at most %d", len(u.Fields), u.FieldsOmitted, MaxUntrackedFields)
+		}
+	}
 	if s.Try != nil && (s.Kind != KindRollout || s.Try.Duration.Duration <= 0) {
 		add("try needs a rollout of kind %s and a positive duration", KindRollout)
 	}
@@ -61,6 +71,7 @@ func (s *Status) check() error {
 		add("canary must be from 0 to %d, not %d", max(0, len(s.Nodes)-1), s.Canary)
 	}
 	errs = append(errs, s.checkNodes()...)
+	errs = append(errs, s.checkAbandoned()...)
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
@@ -88,12 +99,18 @@ func (s *Status) checkNodes() []string {
 		case slices.Contains(names[:i], n.Name):
 			add("node %s is listed twice", n.Name)
 		}
-		switch n.Phase {
-		case NodePending:
+		abandonedFrom, abandoned := s.abandoned(n.Name)
+		switch {
+		case n.Phase == NodePending:
 			if n.Starts != 0 || n.Resumes != 0 {
 				add("node %s is Pending but was started", n.Name)
 			}
-		case NodeInProgress, NodeUpdated, NodeUnchanged, NodeRolledBack, NodeRollbackFailed:
+		case abandoned && abandonedFrom == NodePending && n.Phase == NodeRollbackFailed:
+			// Given up on before its turn: never started, wherever it stood.
+			if n.Starts != 0 || n.Resumes != 0 {
+				add("node %s was abandoned pending, but was started", n.Name)
+			}
+		case n.Phase == NodeInProgress, n.Phase == NodeUpdated, n.Phase == NodeUnchanged, n.Phase == NodeRolledBack, n.Phase == NodeRollbackFailed:
 			if n.Starts != 1 {
 				add("node %s is %s with %d starts: a node starts exactly once", n.Name, n.Phase, n.Starts)
 			}
@@ -131,6 +148,43 @@ func (s *Status) checkNodes() []string {
 	}
 	if s.Phase == Succeeded && s.Kind != KindRollout && !s.DocumentRestored {
 		add("a rollout of kind %s succeeds only once its document is restored", s.Kind)
+	}
+	return errs
+}
+
+// checkAbandoned checks the nodes given up on: each once, abandoned in
+// progress or pending, RollbackFailed in a rollout (which is then Failed),
+// gone from a take-back's order; and an undo's nodes left out.
+func (s *Status) checkAbandoned() []string {
+	var errs []string
+	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	var seen []string
+	for _, a := range s.Abandoned {
+		if a.Node == "" || slices.Contains(seen, a.Node) {
+			add("abandoned names node %q twice or not at all", a.Node)
+			continue
+		}
+		seen = append(seen, a.Node)
+		if a.Phase != NodeInProgress && a.Phase != NodePending {
+			add("node %s was abandoned %s: only a node in progress or pending is abandoned", a.Node, a.Phase)
+		}
+		n := s.find(a.Node)
+		switch {
+		case s.Kind != KindRollout && n != nil:
+			add("node %s was abandoned, but the %s still goes to it", a.Node, s.Kind)
+		case s.Kind == KindRollout && (n == nil || n.Phase != NodeRollbackFailed):
+			add("node %s was abandoned, but is not RollbackFailed in the rollout", a.Node)
+		case s.Kind == KindRollout && s.Phase != Failed:
+			add("node %s was abandoned, but the rollout is %s, not Failed", a.Node, s.Phase)
+		}
+	}
+	for i, n := range s.LeftOut {
+		switch {
+		case s.Kind != KindUndo:
+			add("a rollout of kind %s leaves no node out", s.Kind)
+		case n == "" || slices.Contains(s.LeftOut[:i], n) || s.find(n) != nil:
+			add("node %q is left out twice, not at all, or goes in the undo anyway", n)
+		}
 	}
 	return errs
 }

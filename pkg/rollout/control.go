@@ -91,6 +91,9 @@ func (r *Record) MarkDocumentRestored(c Clock, message string) (changed bool, er
 // place that does, once per rollout.
 func (r *Record) finish(c Clock, phase Phase, message string) {
 	s := r.Status
+	if note := s.abandonNote(); note != "" && !strings.Contains(message, note) {
+		message = strings.TrimPrefix(message+"; "+note, "; ")
+	}
 	s.Phase, s.FinishedAt, s.Message = phase, c.now(), upgrade.BoundReason(message)
 	r.History = append(r.History, HistoryEntry{ID: s.ID, Kind: s.Kind, TargetHash: s.Target.Hash, By: s.StartedBy,
 		StartedAt: s.StartedAt, FinishedAt: s.FinishedAt, Outcome: phase, Message: s.Message})

@@ -151,7 +151,7 @@ func TestMarkDocumentRestored(t *testing.T) {
 	_, err = (&Record{}).MarkDocumentRestored(by("bob", 20), "")
 	wantRefused(t, err, exitcode.NotFound, "no rollout is recorded")
 
-	if err := r.Undo(by("bob", 30)); err != nil {
+	if err := r.Undo(by("bob", 30), false); err != nil {
 		t.Fatal(err)
 	}
 	// Marked before the nodes are done: the undo goes on, and ends with its

@@ -29,6 +29,7 @@ func awaitingConfirm(t *testing.T) *Record {
 	}
 	if err := r.Start(by("alice", 100), spec(func(s *Spec) {
 		s.Target, s.Previous, s.Source, s.Canary, s.Try, s.Message = docV3, nil, SourceLive, 1, 20*time.Second, "rename the cluster"
+		s.Replaced = Hash(docV2) // kubeadm-config says: docV3 replaced rollout 1's target
 	})); err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +165,13 @@ func TestDamagedRecords(t *testing.T) {
 			"data.status: order [cp-0, cp-9, cp-2] does not list the nodes [cp-0, cp-1, cp-2]"},
 		{"a short hash", edit(KeyStatus, "hash: sha256:", "hash: sha256:ab"), KeyStatus,
 			`data.status: previous.hash "sha256:ab` + Hash(docV2)[7:] + `" is not sha256: and 64 lowercase hex digits`},
+		{"untracked writes under a try", edit(KeyStatus, "kind: rollout\n", "kind: rollout\nuntracked:\n  fields: [clusterName]\n"), KeyStatus,
+			"data.status: a rollout on trial needs its previous document known exactly, not untracked writes"},
+		{"untracked writes in an undo", func(d map[string]string) {
+			edit(KeyStatus, "kind: rollout\n", "kind: undo\nuntracked: {}\n")(d)
+			edit(KeyStatus, "try:\n  deadline: \"2026-11-30T12:03:01Z\"\n  duration: 20s\n", "")(d)
+			edit(KeyStatus, "phase: AwaitingConfirm", "phase: Succeeded\ndocumentRestored: true")(d)
+		}, KeyStatus, "data.status: untracked needs a rollout of kind rollout with a previous document"},
 		{"target edited", edit(KeyTarget, "clusterName: other", "clusterName: mine"), KeyTarget,
 			"data.target: the document's hash is " + Hash([]byte(strings.Replace(string(docV3), "other", "mine", 1))) + ", but the status records " + Hash(docV3)},
 		{"previous edited", edit(KeyPrevious, "v1.37.2", "v1.37.3"), KeyPrevious,

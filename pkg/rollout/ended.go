@@ -42,7 +42,7 @@ func (r *Record) Ended(id int64, untilEnded bool) (s *Status, done bool, err err
 			return nil, true, nil
 		case Failed:
 			code := exitcode.RolledBack
-			if strings.Contains(h.Message, rollbackFailedWords) {
+			if strings.Contains(h.Message, rollbackFailedWords) || strings.Contains(h.Message, abandonedWords) {
 				code = exitcode.RollbackFailed
 			}
 			return nil, true, exitcode.New(code, fmt.Errorf("rollout %d failed: %s", id, h.Message))
@@ -61,6 +61,10 @@ func (r *Record) Ended(id int64, untilEnded bool) (s *Status, done bool, err err
 // node's rollback failed (FinishNode writes it), so that the history tells
 // exit 9 from 8.
 const rollbackFailedWords = "and so did its rollback"
+
+// abandonedWords are in the message of a rollout that failed because a node
+// was abandoned (Abandon writes it): its state is unknown, exit 9 too.
+const abandonedWords = "was abandoned by"
 
 // failure is the error of a failed rollout: exit 9 naming the node whose
 // rollback failed, else exit 8 naming the node that rolled itself back and

@@ -35,7 +35,7 @@ func TestEnded(t *testing.T) {
 	turn(t, paused, 10, "cp-0", NodeUpdated)
 	undone := started(t, spec(func(s *Spec) { s.Canary = 1 }))
 	turn(t, undone, 10, "cp-0", NodeUpdated)
-	if err := undone.Undo(by("bob", 20)); err != nil {
+	if err := undone.Undo(by("bob", 20), false); err != nil {
 		t.Fatal(err)
 	}
 	gone := &Record{Status: later.Status}
@@ -84,6 +84,17 @@ func TestRollbackFailedWords(t *testing.T) {
 	turn(t, r, 10, "cp-0", NodeRolledBack)
 	if strings.Contains(r.History[0].Message, rollbackFailedWords) {
 		t.Fatalf("%q contains %q", r.History[0].Message, rollbackFailedWords)
+	}
+	// An abandoned node's state is unknown: exit 9 too, from the history.
+	r = started(t, spec())
+	if _, err := r.Abandon(by("alice", 10), "cp-0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(by("alice", 20), spec()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Ended(1, false); exitcode.FromError(err) != exitcode.RollbackFailed {
+		t.Fatalf("an abandoned rollout from the history: exit %d (%v)", exitcode.FromError(err), err)
 	}
 }
 

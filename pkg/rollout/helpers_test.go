@@ -106,6 +106,8 @@ func clone(r *Record) *Record {
 			tr := *s.Try
 			s.Try = &tr
 		}
+		s.Abandoned = append([]Abandonment(nil), s.Abandoned...)
+		s.LeftOut = append([]string(nil), s.LeftOut...)
 		c.Status = &s
 	}
 	return c

@@ -39,7 +39,7 @@ func TestInvariantsUnderRandomOperations(t *testing.T) {
 		})
 	}
 	// The walk must reach every transition, or it proves little.
-	for _, op := range []string{"start", "begin turn", "begin any", "resume node", "finish", "pause", "resume", "confirm", "expire", "undo", "restored"} {
+	for _, op := range []string{"start", "begin turn", "begin any", "resume node", "finish", "pause", "resume", "confirm", "expire", "undo", "restored", "abandon"} {
 		if succeeded[op] == 0 {
 			t.Errorf("%s never succeeded: %v", op, succeeded)
 		}
@@ -81,10 +81,16 @@ func (p *property) step() (string, error) {
 		name = "start"
 		s := Spec{Target: [][]byte{docV1, docV2, docV3}[p.rng.IntN(3)], Nodes: p.order(), Try: time.Duration(p.rng.IntN(2)) * 5 * time.Second}
 		s.Canary = p.rng.IntN(len(s.Nodes) + 1)
-		if p.rng.IntN(2) == 0 {
+		switch p.rng.IntN(4) {
+		case 0, 1:
 			s.Previous = docV1
+		case 2: // kubeadm-config says what the target replaced, or is wrong
+			s.Replaced = Hash([][]byte{docV1, docV2, docV3}[p.rng.IntN(3)])
 		}
 		err = r.Start(c, s)
+		if err == nil && r.Status.Try != nil && r.Status.Untracked != nil {
+			t.Errorf("a rollout on trial with untracked writes: %+v", r.Status.Untracked)
+		}
 	case 1, 2:
 		name = "begin turn"
 		if turnBefore == "" {
@@ -115,12 +121,31 @@ func (p *property) step() (string, error) {
 		name = "confirm"
 		changed, err = r.Confirm(c)
 	case 10:
-		if p.rng.IntN(2) == 0 {
+		switch p.rng.IntN(3) {
+		case 0:
 			name = "expire"
 			changed, err = r.ExpireTry(c)
-		} else {
+		case 1: // an operator gives up on a node whose agent is gone
+			name = "abandon"
+			changed, err = r.Abandon(c, node)
+			if err == nil && changed {
+				p.checkAbandoned(before, node)
+			}
+		default:
 			name = "undo"
-			err = r.Undo(c)
+			force := p.rng.IntN(2) == 0
+			untracked := r.Status != nil && r.Status.Untracked != nil
+			err = r.Undo(c, force)
+			if err == nil && untracked && !force {
+				t.Errorf("an undo of a rollout with untracked writes went ahead unforced")
+			}
+			if err == nil {
+				for _, a := range before.Status.Abandoned {
+					if slices.Contains(r.Status.Order, a.Node) {
+						t.Errorf("the undo of rollout %d goes to %s, which was abandoned", before.Status.ID, a.Node)
+					}
+				}
+			}
 		}
 	case 11:
 		name = "restored"
@@ -183,7 +208,8 @@ func (p *property) checkNodes() {
 		if n.Starts > 1 || n.Starts < 0 {
 			p.t.Errorf("node %s has %d starts", n.Name, n.Starts)
 		}
-		if n.Phase != NodePending && blocked != "" {
+		pendingAbandoned := slices.ContainsFunc(s.Abandoned, func(a Abandonment) bool { return a.Node == n.Name && a.Phase == NodePending })
+		if n.Phase != NodePending && !pendingAbandoned && blocked != "" {
 			p.t.Errorf("node %s is %s after %s, which is not done", n.Name, n.Phase, blocked)
 		}
 		if blocked == "" && n.Phase != NodeUpdated && n.Phase != NodeUnchanged {
@@ -192,6 +218,28 @@ func (p *property) checkNodes() {
 	}
 	if inProgress > 1 {
 		p.t.Errorf("%d nodes in progress at once: %v", inProgress, phases(s))
+	}
+}
+
+// checkAbandoned checks an abandon of node that changed the record: a
+// rollout ends Failed with the node RollbackFailed; a take-back goes on
+// without it; nobody's turn is ever the abandoned node's.
+func (p *property) checkAbandoned(before *Record, node string) {
+	s := p.r.Status
+	if s.ID != before.Status.ID {
+		p.t.Errorf("abandon started rollout %d", s.ID)
+	}
+	if next, ok := s.Turn(); ok && next == node {
+		p.t.Errorf("node %s is abandoned, yet it is its turn", node)
+	}
+	if s.Kind == KindRollout {
+		if n, _ := s.Lookup(node); s.Phase != Failed || n.Phase != NodeRollbackFailed {
+			p.t.Errorf("abandoned %s in a rollout: rollout %s, node %s", node, s.Phase, n.Phase)
+		}
+		return
+	}
+	if slices.Contains(s.Order, node) {
+		p.t.Errorf("the %s still goes to %s, which was abandoned", s.Kind, node)
 	}
 }
 

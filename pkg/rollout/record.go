@@ -7,7 +7,7 @@
 // encoding in a ConfigMap's data (with its size bounds and the checks that
 // tell a damaged record), and the transitions that move it (start, a
 // node's turn, begin, resume and finish, pause, resume, confirm, the expiry
-// of a try, undo). It makes no API call. A transition refuses with an error
+// of a try, undo, abandoning a node that is gone). It makes no API call. A transition refuses with an error
 // that carries its exit code (pkg/exitcode) and leaves the record as it
 // was; a transition already made returns changed false. Callers apply the
 // transitions inside a compare-and-swap write of the record (pkg/engine's
@@ -19,12 +19,11 @@
 package rollout
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
@@ -163,6 +162,11 @@ type Status struct {
 	Phase    Phase `json:"phase"`
 	Target   Ref   `json:"target"`
 	Previous *Ref  `json:"previous,omitempty"`
+	// Untracked is set when Previous is not exactly the document Target
+	// replaced: the last good target, with kubeadm-config written outside
+	// rollouts since. Taking the rollout back would drop those writes too,
+	// so an undo is refused unless forced, and no try is allowed.
+	Untracked *Untracked `json:"untracked,omitempty"`
 	// Order is the order the nodes go in; Nodes lists them in it.
 	Order  []string `json:"order"`
 	Canary int      `json:"canary,omitempty"`
@@ -170,13 +174,38 @@ type Status struct {
 	// DocumentRestored says, for an undo or a revert, that kubeadm-config
 	// was put back to the target, so that it happens once. Such a rollout
 	// does not end before it is set.
-	DocumentRestored bool      `json:"documentRestored,omitempty"`
-	StartedBy        string    `json:"startedBy"`
-	StartedAt        time.Time `json:"startedAt"`
-	FinishedAt       time.Time `json:"finishedAt,omitzero"`
-	Message          string    `json:"message,omitempty"`
-	Nodes            []Node    `json:"nodes"`
+	DocumentRestored bool `json:"documentRestored,omitempty"`
+	// Abandoned are the nodes an operator gave up on (rollout abandon):
+	// RollbackFailed in a rollout, dropped from the order of a take-back.
+	Abandoned []Abandonment `json:"abandoned,omitempty"`
+	// LeftOut are, for an undo, the nodes of the undone rollout it does not
+	// take back although that rollout may have changed them: abandoned in
+	// progress, their state unknown.
+	LeftOut    []string  `json:"leftOut,omitempty"`
+	StartedBy  string    `json:"startedBy"`
+	StartedAt  time.Time `json:"startedAt"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	Message    string    `json:"message,omitempty"`
+	Nodes      []Node    `json:"nodes"`
 }
+
+// Untracked is what lies between a rollout's previous document and its
+// target that no rollout carried: kubeadm-config's writes from the
+// previous document's resourceVersion to the target's (a plain patch, a
+// kubectl edit, a --rollout write whose rollout did not start), and the
+// fields going back to the previous document changes.
+type Untracked struct {
+	FromResourceVersion string `json:"fromResourceVersion,omitempty"`
+	ToResourceVersion   string `json:"toResourceVersion,omitempty"`
+	// Fields are the fields that differ between the previous document and
+	// the target (clusterconfig.Diff), at most MaxUntrackedFields of them;
+	// FieldsOmitted counts the others. None when a document does not parse.
+	Fields        []string `json:"fields,omitempty"`
+	FieldsOmitted int      `json:"fieldsOmitted,omitempty"`
+}
+
+// MaxUntrackedFields bounds the fields an Untracked lists.
+const MaxUntrackedFields = 20
 
 // HistoryEntry is one finished rollout, data.history of the record.
 type HistoryEntry struct {
@@ -215,12 +244,10 @@ type Clock struct {
 func (c Clock) now() time.Time { return c.Now.UTC().Truncate(time.Second) }
 
 // Hash is how the record names a document: "sha256:" and the hex sha256 of
-// its bytes. Agents compare it with the live document's to tell whether
-// kubeadm-config still holds a rollout's target.
-func Hash(doc []byte) string {
-	sum := sha256.Sum256(doc)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+// its bytes (clusterconfig.Hash, with which the engine also stamps
+// kubeadm-config). Agents compare it with the live document's to tell
+// whether kubeadm-config still holds a rollout's target.
+func Hash(doc []byte) string { return clusterconfig.Hash(doc) }
 
 // Active reports whether the rollout still runs or waits: no other may
 // start while it does.

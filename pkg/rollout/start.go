@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
@@ -27,9 +29,16 @@ type Spec struct {
 	Source Source
 	// Previous is what the nodes ran before, when the caller knows it: the
 	// document a patch, edit or restore replaced. Empty, the record's last
-	// successful target is taken, if there is one.
+	// good target is taken, if there is one (see Replaced).
 	Previous                []byte
 	PreviousResourceVersion string
+	// Replaced is the hash of the document Target replaced in
+	// kubeadm-config, as the engine stamped it (engine.Replaced); empty
+	// when that is unknown. Without Previous, the last good target is
+	// exactly what Target replaced only when it is Replaced (or Target
+	// itself); otherwise kubeadm-config was written outside rollouts since,
+	// and the rollout records what a take-back would drop (Untracked).
+	Replaced string
 	// Nodes are the nodes in the order they go.
 	Nodes []string
 	// Canary pauses the rollout after this many nodes are done (0: never).
@@ -45,8 +54,13 @@ type Spec struct {
 var ErrNoRollout = errors.New("no rollout is recorded")
 
 // Start begins a rollout of spec.Target. It is refused while another
-// rollout is active (exit 4, naming it), and a try is refused when no
-// previous document is known to revert to.
+// rollout is active (exit 4, naming it). Its previous document is the one
+// the target replaced: spec.Previous, or the last good target when the
+// target replaced exactly that (spec.Replaced). When the target replaced
+// something else, the last good target is still recorded as previous, with
+// what going back to it would drop (Untracked). A try is refused (exit 4)
+// unless its previous document is known exactly, so that its revert can
+// drop nothing but the tried change: a *DropError says what it would drop.
 func (r *Record) Start(c Clock, spec Spec) error {
 	if err := spec.Validate(); err != nil {
 		return err
@@ -55,11 +69,18 @@ func (r *Record) Start(c Clock, spec Spec) error {
 		return err
 	}
 	prev, prevRef := r.lastGood()
-	if len(spec.Previous) > 0 {
+	var untracked *Untracked
+	switch {
+	case len(spec.Previous) > 0:
 		prev, prevRef = spec.Previous, &Ref{Hash: Hash(spec.Previous), ResourceVersion: spec.PreviousResourceVersion}
+	case prevRef != nil && prevRef.Hash != Hash(spec.Target) && prevRef.Hash != spec.Replaced:
+		untracked = between(prev, prevRef.ResourceVersion, spec.Target, spec.TargetResourceVersion)
 	}
 	if spec.Try > 0 && prevRef == nil {
 		return exitcode.Conflictf("no previous document is recorded, so a rollout on trial would have nothing to revert to")
+	}
+	if spec.Try > 0 && untracked != nil {
+		return exitcode.New(exitcode.Conflict, &DropError{Previous: *prevRef, Untracked: *untracked})
 	}
 	source := spec.Source
 	if source == "" {
@@ -68,7 +89,7 @@ func (r *Record) Start(c Clock, spec Spec) error {
 	next := &Status{
 		ID: r.nextID(), Kind: KindRollout, Phase: Progressing,
 		Target:   Ref{Hash: Hash(spec.Target), ResourceVersion: spec.TargetResourceVersion, Source: source},
-		Previous: prevRef, Order: slices.Clone(spec.Nodes), Canary: spec.Canary,
+		Previous: prevRef, Untracked: untracked, Order: slices.Clone(spec.Nodes), Canary: spec.Canary,
 		StartedBy: c.By, StartedAt: c.now(), Message: upgrade.BoundReason(spec.Message), Nodes: pending(spec.Nodes),
 	}
 	if spec.Try > 0 {
@@ -165,16 +186,75 @@ func (s *Status) activeError() error {
 		s.ID, s.Kind, s.Phase, s.StartedBy, stamp(s.StartedAt), hint)
 }
 
+// between is what lies between the previous document prev (at
+// resourceVersion from) and target (at to) that no rollout carried.
+func between(prev []byte, from string, target []byte, to string) *Untracked {
+	u := &Untracked{FromResourceVersion: from, ToResourceVersion: to}
+	a, aerr := clusterconfig.Parse(prev)
+	b, berr := clusterconfig.Parse(target)
+	if aerr == nil && berr == nil {
+		u.Fields = clusterconfig.Diff(a, b)
+		if n := len(u.Fields); n > MaxUntrackedFields {
+			u.Fields, u.FieldsOmitted = u.Fields[:MaxUntrackedFields], n-MaxUntrackedFields
+		}
+	}
+	return u
+}
+
+// Drops says what going back to the previous document prev would drop
+// besides the rollout's own change.
+func (u *Untracked) Drops(prev Ref) string {
+	changes := "drops every write in between"
+	if len(u.Fields) > 0 {
+		changes = "changes " + strings.Join(u.Fields, ", ")
+		if u.FieldsOmitted > 0 {
+			changes += fmt.Sprintf(" and %d more fields", u.FieldsOmitted)
+		}
+	}
+	return fmt.Sprintf("kubeadm-config was written outside rollouts since %s (resourceVersion %s -> %s); going back to it %s",
+		Short(prev.Hash), orUnknown(u.FromResourceVersion), orUnknown(u.ToResourceVersion), changes)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// DropError is a take-back refused because it would drop writes of
+// kubeadm-config that no rollout carried (exit 4): a try whose previous
+// document is not known exactly, or the undo of a rollout started so
+// (Status.Untracked), which only a forced undo makes.
+type DropError struct {
+	// ID is the rollout an undo would take back; 0 for a try refused at
+	// its start.
+	ID        int64
+	Previous  Ref
+	Untracked Untracked
+}
+
+func (e *DropError) Error() string {
+	if e.ID == 0 {
+		return "a rollout on trial needs the document it would revert to, and it is not known exactly: " + e.Untracked.Drops(e.Previous) + "; nothing was started"
+	}
+	return fmt.Sprintf("undoing rollout %d would drop more than its own change: %s; nothing was undone", e.ID, e.Untracked.Drops(e.Previous))
+}
+
 // Undo takes the current rollout back: a new rollout of kind undo whose
 // target is the undone one's previous document, over the nodes it changed
-// (Updated, and RollbackFailed, whose state is unknown), in reverse order.
+// (Updated, and RollbackFailed, whose state is unknown), in reverse order;
+// a node abandoned in it is left out (LeftOut), as no agent would take it.
 // A rollout that changed no node still has its document to take back (its
 // first node rolled itself back, or no manifest depended on the change):
 // its undo has no node, and ends once the document is put back.
 // A rollout still paused or awaiting confirmation is stopped and goes to the
 // history as Undone. The document is put back by the caller, which then
 // calls MarkDocumentRestored; the undo does not end before that.
-func (r *Record) Undo(c Clock) error {
+// A rollout whose previous document is not exactly what its target replaced
+// (Untracked) is undone only when forced: otherwise a *DropError (exit 4)
+// says what the undo would drop.
+func (r *Record) Undo(c Clock, force bool) error {
 	s := r.Status
 	if s == nil {
 		return exitcode.Conflictf("nothing to undo: %w", ErrNoRollout)
@@ -191,15 +271,27 @@ func (r *Record) Undo(c Clock) error {
 	if s.Previous == nil {
 		return exitcode.Conflictf("nothing to undo: no previous document is recorded for rollout %d", s.ID)
 	}
-	changed := s.changed(NodeUpdated, NodeRollbackFailed)
+	changed := slices.DeleteFunc(s.changed(NodeUpdated, NodeRollbackFailed), func(n string) bool {
+		_, abandoned := s.abandoned(n)
+		return abandoned
+	})
+	leftOut := s.leftOut()
 	if len(changed) == 0 && s.Previous.Hash == s.Target.Hash {
 		return exitcode.Conflictf("nothing to undo: rollout %d changed no node, and its document is the one before it", s.ID)
+	}
+	if s.Untracked != nil && !force {
+		return exitcode.New(exitcode.Conflict, &DropError{ID: s.ID, Previous: *s.Previous, Untracked: *s.Untracked})
 	}
 	id := r.nextID()
 	if s.Phase.Active() {
 		r.finish(c, Undone, fmt.Sprintf("undone by rollout %d while %s", id, s.Phase))
 	}
-	r.takeBack(c, id, KindUndo, changed, fmt.Sprintf("undoes rollout %d", s.ID))
+	message := fmt.Sprintf("undoes rollout %d", s.ID)
+	if len(leftOut) > 0 {
+		message += fmt.Sprintf("; leaves out %s, abandoned in rollout %d: its state is unknown", joinNames(leftOut), s.ID)
+	}
+	r.takeBack(c, id, KindUndo, changed, message)
+	r.Status.LeftOut = leftOut
 	return nil
 }
 

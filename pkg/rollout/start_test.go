@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -127,13 +128,84 @@ func TestStartPrevious(t *testing.T) {
 	}
 }
 
+// TestStartKnowsWhatTheTargetReplaced: without a previous document given,
+// the last good target is exactly the previous only when kubeadm-config
+// says the target replaced it (or the target is it). Otherwise it stays the
+// previous, with what going back to it would drop; a try is refused and an
+// undo needs forcing.
+func TestStartKnowsWhatTheTargetReplaced(t *testing.T) {
+	succeeded := started(t, spec())
+	for i, n := range cps {
+		turn(t, succeeded, 10*i, n, NodeUpdated)
+	}
+	docC := []byte(string(docV2) + "clusterName: other\n")
+	untracked := &Untracked{FromResourceVersion: "812", ToResourceVersion: "900", Fields: []string{"clusterName"}}
+	for _, tc := range []struct {
+		name     string
+		target   []byte
+		replaced string
+		want     *Untracked
+	}{
+		{"it replaced the last good target", docC, Hash(docV2), nil},
+		{"it is the last good target", docV2, "", nil},
+		{"it replaced another document", docC, Hash(docV1), untracked},
+		{"what it replaced is unknown", docC, "", untracked},
+		{"neither document parses: no fields", []byte("not: [a document"), "", &Untracked{FromResourceVersion: "812", ToResourceVersion: "900"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := clone(succeeded)
+			sp := Spec{Target: tc.target, TargetResourceVersion: "900", Replaced: tc.replaced, Nodes: cps}
+			if err := r.Start(by("bob", 100), sp); err != nil {
+				t.Fatal(err)
+			}
+			if d := diff(tc.want, r.Status.Untracked); d != "" {
+				t.Errorf("untracked (-want +got):\n%s", d)
+			}
+			if r.Status.Previous == nil || r.Status.Previous.Hash != Hash(docV2) || string(r.Previous) != string(docV2) {
+				t.Errorf("previous %+v, want the last good target", r.Status.Previous)
+			}
+			tried := clone(succeeded)
+			sp.Try = time.Minute
+			err := tried.Start(by("bob", 100), sp)
+			if tc.want == nil {
+				if err != nil || tried.Status.Try == nil {
+					t.Errorf("a try of a target whose previous is known: %v", err)
+				}
+				return
+			}
+			var drop *DropError
+			if !errors.As(err, &drop) || exitcode.FromError(err) != exitcode.Conflict || tried.Status.ID != 1 {
+				t.Fatalf("a try with untracked writes: %v (exit %d), rollout %d", err, exitcode.FromError(err), tried.Status.ID)
+			}
+		})
+	}
+	// Its undo is refused, naming what it would drop, unless forced.
+	r := clone(succeeded)
+	if err := r.Start(by("bob", 100), Spec{Target: docC, TargetResourceVersion: "900", Nodes: cps}); err != nil {
+		t.Fatal(err)
+	}
+	turn(t, r, 110, "cp-0", NodeUpdated)
+	if _, err := r.Pause(by("bob", 120)); err != nil {
+		t.Fatal(err)
+	}
+	before := clone(r)
+	wantRefused(t, r.Undo(by("bob", 130), false), exitcode.Conflict, "undoing rollout 2 would drop more than its own change: kubeadm-config was written "+
+		"outside rollouts since "+Short(Hash(docV2))+" (resourceVersion 812 -> 900); going back to it changes clusterName; nothing was undone")
+	if d := diff(before, r); d != "" {
+		t.Errorf("a refused undo changed the record (-want +got):\n%s", d)
+	}
+	if err := r.Undo(by("bob", 130), true); err != nil || r.Status.Kind != KindUndo || r.Status.Untracked != nil || string(r.Target) != string(docV2) {
+		t.Fatalf("forced undo: %v %+v", err, r.Status)
+	}
+}
+
 func TestUndo(t *testing.T) {
 	// cp-0 and cp-2 were changed; cp-1 needed nothing.
 	r := started(t, spec())
 	turn(t, r, 10, "cp-0", NodeUpdated)
 	turn(t, r, 20, "cp-1", NodeUnchanged)
 	turn(t, r, 30, "cp-2", NodeUpdated)
-	if err := r.Undo(by("bob", 100)); err != nil {
+	if err := r.Undo(by("bob", 100), false); err != nil {
 		t.Fatal(err)
 	}
 	want := &Status{
@@ -189,7 +261,7 @@ func TestUndoStopsAnActiveRollout(t *testing.T) {
 			if r.Status.Phase != tc.phase {
 				t.Fatalf("phase %s", r.Status.Phase)
 			}
-			if err := r.Undo(by("bob", 20)); err != nil {
+			if err := r.Undo(by("bob", 20), false); err != nil {
 				t.Fatal(err)
 			}
 			want := []HistoryEntry{{ID: 1, Kind: KindRollout, TargetHash: Hash(docV2), By: "alice", StartedAt: base, FinishedAt: ts(20),
@@ -206,7 +278,7 @@ func TestUndoStopsAnActiveRollout(t *testing.T) {
 	r := started(t, spec())
 	turn(t, r, 10, "cp-0", NodeUpdated)
 	turn(t, r, 20, "cp-1", NodeRollbackFailed)
-	if err := r.Undo(by("bob", 30)); err != nil || strings.Join(r.Status.Order, ",") != "cp-1,cp-0" {
+	if err := r.Undo(by("bob", 30), false); err != nil || strings.Join(r.Status.Order, ",") != "cp-1,cp-0" {
 		t.Fatalf("undo after a failed rollback: %v %v", err, r.Status.Order)
 	}
 }
@@ -247,7 +319,7 @@ func TestUndoRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := clone(tc.rec)
-			wantRefused(t, tc.rec.Undo(by("bob", 200)), exitcode.Conflict, tc.want)
+			wantRefused(t, tc.rec.Undo(by("bob", 200), false), exitcode.Conflict, tc.want)
 			if d := diff(before, tc.rec); d != "" {
 				t.Errorf("a refused undo changed the record (-want +got):\n%s", d)
 			}
@@ -351,7 +423,7 @@ func TestUndoOfTheDocumentAlone(t *testing.T) {
 	}
 	for name, r := range map[string]*Record{"rolled back at once": rolledBack, "no node changed": unchanged} {
 		t.Run(name, func(t *testing.T) {
-			if err := r.Undo(by("bob", 100)); err != nil {
+			if err := r.Undo(by("bob", 100), false); err != nil {
 				t.Fatal(err)
 			}
 			s := r.Status

@@ -41,10 +41,6 @@ const (
 	NodeRollbackFailed = "RollbackFailed"
 )
 
-// MaxOutputBytes bounds the output lines a failed phase leaves in the
-// record (in the failure's reason and in its node's Message).
-const MaxOutputBytes = 768
-
 // Agents says that the agents carry the upgrade out, and where each node is.
 type Agents struct {
 	// Version is the target, ToVersion.
@@ -196,24 +192,26 @@ func (p *Plan) isHostFailed(s HostStatus) bool {
 	return false
 }
 
-// Output bounds the last lines of a phase's output for the record: the
-// end, which says why it failed, is kept.
-func Output(out string) string {
-	if len(out) <= MaxOutputBytes {
-		return out
-	}
-	cut := len(out) - MaxOutputBytes + 3
-	for cut < len(out) && out[cut]&0xC0 == 0x80 {
-		cut++
-	}
-	return "..." + out[cut:]
-}
-
-// PhaseFailure is the reason a failed phase is recorded with.
+// PhaseFailure is the reason a failed phase is recorded with: the node, the
+// step, the phase, why, and the last lines of its output (Tail.Last).
 func PhaseFailure(node, step, phase, why, output string) string {
 	msg := fmt.Sprintf("node %s: %s: phase %s failed: %s", node, step, phase, why)
 	if output != "" {
-		msg += "; last output: " + Output(output)
+		msg += "; last output: " + output
 	}
 	return BoundReason(msg)
+}
+
+// TakeOver is run.ID, a later agent of the same node, taking over the
+// step an earlier agent (lost, which died: the later one holds the node's
+// Lease) left in progress: the earlier runner is kept as lost, with the
+// process it ran, and the step begins again under run (BeginRun), refused
+// while run.Check sees that process still running (a LiveCommandError), so
+// that kubeadm never runs twice at once on the node.
+func (r *Record) TakeOver(c Clock, lost string, run Run) (Runner, error) {
+	if r.runnerByID(lost) == nil {
+		return Runner{}, exitcode.Conflictf("the step is no longer held by %s: someone moved it meanwhile (the upgrade is in %s)", lost, r.State)
+	}
+	r.lose(func(rn Runner) bool { return rn.ID == lost })
+	return r.BeginRun(c, run)
 }

@@ -270,3 +270,31 @@ func TestAgentsRoundTrip(t *testing.T) {
 		t.Error("the agents' annotation stayed on an upgrade by hand")
 	}
 }
+
+// A later agent takes its node's step over from the earlier one it
+// replaces: not while the earlier one's kubeadm still runs, and the
+// earlier runner is kept as lost.
+func TestTakeOver(t *testing.T) {
+	rec, _ := agentsUpgrade(t, "kubeadm", "cp-0", "cp-1")
+	step := "upgrading-control-plane-cp-0"
+	if _, err := rec.BeginRun(at(1), Run{ID: "agent/cp-0/1", Step: step, Leases: leases}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.RecordProcess("agent/cp-0/1", Process{PID: 41, StartTicks: 7, BootID: "b", PIDNamespace: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	running := func(Process) CommandState { return CommandRunning }
+	try := *rec
+	try.Runners, try.Lost = slices.Clone(rec.Runners), slices.Clone(rec.Lost)
+	if _, err := try.TakeOver(at(2), "agent/cp-0/1", Run{ID: "agent/cp-0/2", Step: step, Leases: leases, Check: running}); err == nil {
+		t.Fatal("taken over while the earlier kubeadm runs")
+	}
+	ended := func(Process) CommandState { return CommandEnded }
+	rn, err := rec.TakeOver(at(2), "agent/cp-0/1", Run{ID: "agent/cp-0/2", Step: step, Leases: leases, Check: ended})
+	if err != nil || rn.ID != "agent/cp-0/2" || rec.State != State(step) || len(rec.Runners) != 1 || rec.Runners[0].ID != "agent/cp-0/2" {
+		t.Fatalf("take over: %v %+v %+v", err, rn, rec.Runners)
+	}
+	if _, err := rec.TakeOver(at(3), "agent/cp-0/1", Run{ID: "agent/cp-0/3", Step: step, Leases: leases}); err == nil {
+		t.Error("a second take-over of a runner already lost")
+	}
+}

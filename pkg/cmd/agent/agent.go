@@ -94,6 +94,12 @@ type Options struct {
 	*cmdutil.ReconfigureFlags
 	HeartbeatInterval time.Duration
 	StopGrace         time.Duration
+	// The node's part of an upgrade the agents carry out (upgrade-apply).
+	KubeadmTemplate       string
+	KubeletRestart        string
+	KubeletConfig         string
+	IgnorePreflightErrors []string
+	KeepKubeadmBackups    int
 
 	cmd    *cobra.Command
 	config nodeagent.Config
@@ -103,7 +109,9 @@ type Options struct {
 // NewOptions returns options with defaults.
 func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
 	return &Options{Cluster: cluster, ReconfigureFlags: cmdutil.NewReconfigureFlags(),
-		HeartbeatInterval: nodestate.DefaultHeartbeat, StopGrace: nodeagent.DefaultStopGrace, IOStreams: streams}
+		HeartbeatInterval: nodestate.DefaultHeartbeat, StopGrace: nodeagent.DefaultStopGrace,
+		KubeletRestart: strings.Join(nodeagent.DefaultKubeletRestart, " "), KubeletConfig: "/var/lib/kubelet/config.yaml",
+		KeepKubeadmBackups: nodeagent.DefaultKeepKubeadmBackups, IOStreams: streams}
 }
 
 // NewCmdAgent builds the agent command.
@@ -133,6 +141,13 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", o.HeartbeatInterval, "How often the agent's Lease is renewed; it is taken for lost after three missed renewals")
 	fs.DurationVar(&o.StopGrace, "stop-grace", o.StopGrace, "On SIGTERM or SIGINT, how long a node's turn in progress may go on before it is interrupted and rolled back")
+	fs.StringVar(&o.KubeadmTemplate, "kubeadm-template", o.KubeadmTemplate,
+		"Upgrades: this node's kubeadm of each Kubernetes release, {version} standing for the release (/usr/local/kubernetes/{version}/bin/kubeadm; default: --kubeadm, of the one release it is)")
+	fs.StringVar(&o.KubeletRestart, "kubelet-restart-command", o.KubeletRestart,
+		"Upgrades: the command (split on spaces) that installs the kubelet of release $"+nodeagent.KubeletVersionEnv+" on this node and restarts it")
+	fs.StringVar(&o.KubeletConfig, "kubelet-config", o.KubeletConfig, "Upgrades: the kubelet's configuration file, which says where its /healthz answers")
+	fs.StringSliceVar(&o.IgnorePreflightErrors, "ignore-preflight-errors", o.IgnorePreflightErrors, "Upgrades: kubeadm's preflight checks to ignore on this node, as kubeadm's flag of that name")
+	fs.IntVar(&o.KeepKubeadmBackups, "keep-kubeadm-backups", o.KeepKubeadmBackups, "Upgrades: how many of each kind of backup directory kubeadm leaves in /etc/kubernetes/tmp to keep")
 }
 
 // Complete fills the node name and builds the clients and engines.
@@ -160,9 +175,16 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	// The upgrade record, which the agents move step by step with
+	// compare-and-swap writes; without the write queue, as the rollout
+	// record: one node writes it at a time.
+	upgradeRecord := engine.New(c.Client, engine.Target{Namespace: o.Cluster.Namespace(), Name: o.StateConfigMap},
+		engine.Options{FieldManager: managed.By})
 	o.config = nodeagent.Config{
 		Node: o.NodeFor(config, c.Server, c.Clock.Now), Record: record, Clock: c.Clock,
 		Wait: o.Wait, NoEtcdSnapshot: o.NoEtcdSnapshot,
+		Upgrade: upgradeRecord, KubeadmTemplate: o.KubeadmTemplate, KubeletRestart: strings.Fields(o.KubeletRestart),
+		KubeletConfig: o.KubeletConfig, IgnorePreflightErrors: o.IgnorePreflightErrors, KeepKubeadmBackups: o.KeepKubeadmBackups,
 		Heartbeat: o.HeartbeatInterval, StopGrace: o.StopGrace, Version: version.Version, CertificateExpires: expires, Log: o.logLine,
 	}
 	return nil
@@ -175,6 +197,15 @@ func (o *Options) Validate() error {
 	}
 	if o.StopGrace <= 0 {
 		return exitcode.Usagef("--stop-grace must be positive, not %s", o.StopGrace)
+	}
+	if t := o.KubeadmTemplate; t != "" && strings.Count(t, "{version}") != 1 {
+		return exitcode.Usagef("--kubeadm-template must name {version} once, as /usr/local/kubernetes/{version}/bin/kubeadm, not %q", t)
+	}
+	if len(strings.Fields(o.KubeletRestart)) == 0 {
+		return exitcode.Usagef("--kubelet-restart-command must not be empty")
+	}
+	if o.KeepKubeadmBackups < 1 {
+		return exitcode.Usagef("--keep-kubeadm-backups must be at least 1, not %d", o.KeepKubeadmBackups)
 	}
 	return o.ReconfigureFlags.Validate()
 }

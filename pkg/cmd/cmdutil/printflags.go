@@ -47,6 +47,15 @@ func (f *PrintFlags) allowedFormats() []string {
 // Human reports whether the command should print its own text output.
 func (f *PrintFlags) Human() bool { return f.OutputFormat == "" }
 
+// Progress is where progress lines go: w for people, nowhere (nil) with
+// -o, whose stderr a program reads for the one error line.
+func (f *PrintFlags) Progress(w io.Writer) io.Writer {
+	if f.Human() {
+		return w
+	}
+	return nil
+}
+
 // ToPrinter returns the printer for the chosen format, or a usage error.
 func (f *PrintFlags) ToPrinter() (printers.ResourcePrinter, error) {
 	format := f.OutputFormat

@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
@@ -41,7 +41,7 @@ type RolloutFlags struct {
 
 // NewRolloutFlags returns the defaults.
 func NewRolloutFlags() *RolloutFlags {
-	return &RolloutFlags{StaleAfter: nodestate.DefaultStaleAfter}
+	return &RolloutFlags{}
 }
 
 // AddFlags binds the flags; withRollout adds --rollout, for a verb that
@@ -58,7 +58,7 @@ func (f *RolloutFlags) AddFlags(cmd *cobra.Command, withRollout bool) {
 	fs.IntVar(&f.Canary, "canary", f.Canary, prefix+"Pause the rollout by itself after this many nodes are done, until 'rollout resume' (0: never)")
 	fs.DurationVar(&f.Try, "try", f.Try, prefix+"Put the rollout on trial: unless confirmed with 'rollout confirm' within this time after its last node is done, the agents put every node and the document back (0: no trial)")
 	fs.BoolVar(&f.Wait, "wait", f.Wait, prefix+"Wait until every node runs the document or the rollout stops; the exit code says how it ended (0, 8, 9, 4, 7)")
-	fs.DurationVar(&f.StaleAfter, "stale-after", f.StaleAfter, prefix+"Take an agent whose Lease went unrenewed for longer than this for lost (the preflight refuses it)")
+	fs.DurationVar(&f.StaleAfter, "stale-after", f.StaleAfter, prefix+StaleAfterHelp+" (the preflight refuses a lost agent)")
 }
 
 // Complete records which flags were given.
@@ -106,8 +106,18 @@ func (f *RolloutFlags) Validate() error {
 	if f.Try > 0 && f.Try < time.Second {
 		return exitcode.Usagef("--try must be at least 1s, not %s", f.Try)
 	}
-	if f.StaleAfter < time.Second {
-		return exitcode.Usagef("--stale-after must be at least 1s, not %s", f.StaleAfter)
+	return ValidateStaleAfter(f.StaleAfter)
+}
+
+// StaleAfterHelp is the help of --stale-after, the same in every verb
+// that judges agents.
+const StaleAfterHelp = "Take an agent whose Lease went unrenewed for longer than this for lost; 0: each Lease's own duration (three of its agent's heartbeats)"
+
+// ValidateStaleAfter checks a --stale-after value, with the same message
+// in every verb.
+func ValidateStaleAfter(d time.Duration) error {
+	if d != 0 && d < time.Second {
+		return exitcode.Usagef("--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not %s", d)
 	}
 	return nil
 }
@@ -117,15 +127,40 @@ func (f *RolloutFlags) Spec() rollout.Spec {
 	return rollout.Spec{Nodes: slices.Clone(f.Nodes), Canary: f.Canary, Try: f.Try}
 }
 
-// Budget is the bound of a command that may wait for a rollout: timeout,
-// unless it waits and --timeout was not given, in which case nothing
-// bounds the whole command (0), as kubectl rollout status; each read and
-// write in it is still bounded by timeout.
+// Budget is the bound of a command that may start a rollout and wait for
+// it: timeout when --timeout was given (the preflight's wait for nodes not
+// Ready yet included); without it, nothing bounds a command that waits for
+// the rollout (0), as kubectl rollout status, and one that does not is
+// bounded by timeout plus the preflight's own bound. Each read and write
+// in it is still bounded by timeout.
 func (f *RolloutFlags) Budget(timeout time.Duration) time.Duration {
-	if f.Enabled() && f.Wait && !f.timeoutGiven {
+	switch {
+	case !f.Enabled() || f.timeoutGiven:
+		return timeout
+	case f.Wait:
 		return 0
 	}
-	return timeout
+	return timeout + operator.DefaultPreflightWait
+}
+
+// Operator is what the flags decide of the operator that starts the
+// rollout: how agents are judged, how long the preflight waits for nodes
+// not Ready yet (--timeout when given, else operator.DefaultPreflightWait),
+// and where it says what it waits for.
+func (f *RolloutFlags) Operator(timeout time.Duration, progress io.Writer) OperatorOptions {
+	o := OperatorOptions{StaleAfter: f.StaleAfter, Progress: progress}
+	if f.timeoutGiven {
+		o.PreflightWait = timeout
+	}
+	return o
+}
+
+// OperatorOptions are how an operator judges agents and waits: see
+// operator.Rollouts. Progress, when set, gets one line for each thing a
+// wait starts waiting for.
+type OperatorOptions struct {
+	StaleAfter, PreflightWait time.Duration
+	Progress                  io.Writer
 }
 
 // NewOperator assembles the rollout operator: the record's engine in the
@@ -133,27 +168,37 @@ func (f *RolloutFlags) Budget(timeout time.Duration) time.Duration {
 // and agents rarely contend and the queue's Leases would need rights of
 // their own), kubeadm-config's engine config, the API server's clock, and
 // --identity as who acts.
-func NewOperator(c *Clients, cluster *ClusterFlags, retry *RetryFlags, config *engine.Engine, staleAfter time.Duration) *operator.Rollouts {
+func NewOperator(c *Clients, cluster *ClusterFlags, retry *RetryFlags, config *engine.Engine, o OperatorOptions) *operator.Rollouts {
 	opts := retry.EngineOptions()
 	opts.Queue, opts.CreateIfMissing = nil, true
-	return &operator.Rollouts{
-		Record:     engine.New(c.Client, engine.Target{Namespace: cluster.Namespace(), Name: rollout.DefaultConfigMap}, opts),
-		Config:     config,
-		Now:        c.Clock.Now,
-		By:         retry.Identity,
-		StaleAfter: staleAfter,
+	op := &operator.Rollouts{
+		Record:        engine.New(c.Client, engine.Target{Namespace: cluster.Namespace(), Name: rollout.DefaultConfigMap}, opts),
+		Config:        config,
+		Now:           c.Clock.Now,
+		By:            retry.Identity,
+		StaleAfter:    o.StaleAfter,
+		PreflightWait: o.PreflightWait,
 	}
+	if w := o.Progress; w != nil {
+		op.Progress = func(line string) { fmt.Fprintln(w, line) }
+	}
+	return op
 }
 
 // RolloutHint adds to a rollout error the flag or the command that deals
 // with it, as the cobra layer does for every domain error.
 func RolloutHint(err error) error {
 	var notTarget *operator.NotTargetError
+	var drop *rollout.DropError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &notTarget):
 		return exitcode.WithHint(err, "use --force to put the previous document back anyway")
+	case errors.As(err, &drop) && drop.ID == 0:
+		return exitcode.WithHint(err, "carry it with a plain 'kubectl kubeadmcfg rollout start' (no --try), then try the next change with 'kubectl kubeadmcfg patch --rollout --try'")
+	case errors.As(err, &drop):
+		return exitcode.WithHint(err, "use --force to go back anyway, dropping those writes")
 	case errors.Is(err, rollout.ErrStoppedWaiting):
 		return exitcode.WithHint(err, "follow it with 'kubectl kubeadmcfg rollout status -w'")
 	}

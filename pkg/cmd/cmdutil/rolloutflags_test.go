@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -38,17 +39,22 @@ func TestRolloutFlagsValidate(t *testing.T) {
 		{"canary of every node", start("--nodes", "cp-0,cp-1", "--canary", "2"), "--canary must be fewer than the 2 nodes of --nodes, not 2"},
 		{"negative try", start("--try", "-1s"), "--try must not be negative, not -1s"},
 		{"try too short", start("--try", "10ms"), "--try must be at least 1s, not 10ms"},
-		{"stale-after", start("--stale-after", "0s"), "--stale-after must be at least 1s, not 0s"},
+		{"stale-after", start("--stale-after", "10ms"), "--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not 10ms"},
+		{"stale-after of each Lease", start("--stale-after", "0s"), ""},
 	})
 }
 
-// TestRolloutBudget: a wait has no limit unless --timeout is given.
+// TestRolloutBudget: a wait has no limit unless --timeout is given; without
+// a wait, the preflight's own bound is added to the reads' and writes', and
+// --timeout, when given, bounds both.
 func TestRolloutBudget(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--rollout"}, "30s"},
+		{nil, "30s"},
+		{[]string{"--rollout"}, "2m30s"},
+		{[]string{"--rollout", "--timeout", "5m"}, "30s"},
 		{[]string{"--rollout", "--wait"}, "0s"},
 		{[]string{"--rollout", "--wait", "--timeout", "5m"}, "30s"},
 		{[]string{"--wait"}, "30s"}, // refused by Validate: no rollout to wait for
@@ -57,5 +63,16 @@ func TestRolloutBudget(t *testing.T) {
 		if got := f.Budget(30e9).String(); got != tc.want {
 			t.Errorf("%v: budget %s, want %s", tc.args, got, tc.want)
 		}
+	}
+}
+
+// TestRolloutPreflightWait: the preflight waits within --timeout when it is
+// given, else for the operator's default.
+func TestRolloutPreflightWait(t *testing.T) {
+	if got := rolloutFlags(t, true, "--rollout").Operator(time.Minute, nil).PreflightWait; got != 0 {
+		t.Errorf("without --timeout: %s, want 0 (operator.DefaultPreflightWait)", got)
+	}
+	if got := rolloutFlags(t, true, "--rollout", "--timeout", "1m").Operator(time.Minute, nil).PreflightWait; got != time.Minute {
+		t.Errorf("with --timeout 1m: %s", got)
 	}
 }

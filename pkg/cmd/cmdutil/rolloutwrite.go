@@ -53,6 +53,20 @@ func (f *RolloutFlags) Plan(ctx context.Context, op *operator.Rollouts) (*Rollou
 	return &RolloutPlan{op: op, spec: spec, wait: f.Wait}, nil
 }
 
+// Recheck runs the plan's checks again, right before the write: edit runs
+// them before the editor opens, and again once it closes, minutes later,
+// so that no rollout starts on a node whose agent died meanwhile. Nil
+// without a plan.
+func (p *RolloutPlan) Recheck(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	if _, err := p.op.Preflight(ctx, p.spec); err != nil {
+		return fmt.Errorf("nothing was written, the rollout could not start: %w", err)
+	}
+	return nil
+}
+
 // FinishWrite prints a write's outcome as PrintWrite does and, with a plan,
 // starts the rollout of the document written (target: the bytes and
 // resourceVersion written; previous: the document and resourceVersion the

@@ -129,7 +129,7 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	o.server = c.Server
 	o.engine = o.Write.ToEngine(c, o.Cluster, o.Backup.Hook(c.Server, backup.ReasonBeforeEdit))
 	if o.Rollout.Rollout {
-		o.operator = cmdutil.NewOperator(c, o.Cluster, o.Write.RetryFlags, o.engine, o.Rollout.StaleAfter)
+		o.operator = cmdutil.NewOperator(c, o.Cluster, o.Write.RetryFlags, o.engine, o.Rollout.Operator(o.Write.Timeout, o.Print.Progress(o.ErrOut)))
 	}
 	return nil
 }

@@ -22,8 +22,8 @@ import (
 // Run opens the editor until the text is written, cancelled, or (when not
 // interactive) refused.
 func (o *Options) Run(ctx context.Context) error {
-	// The rollout's checks come before the editor opens: no edit is lost
-	// to a rollout that could not start.
+	// The rollout's checks come before the editor opens, so that no edit is
+	// made for a rollout that could not start, and again once it closes.
 	plan, err := o.Rollout.Plan(ctx, o.operator)
 	if err != nil {
 		return err
@@ -169,6 +169,11 @@ func (s *editSession) reopen(problems []string, text []byte) error {
 // done is false when the editor must open again.
 func (s *editSession) write(ctx context.Context, edit clusterconfig.Edit, text []byte) (done bool, err error) {
 	o := s.o
+	// The editor may have been open for minutes: the nodes and their agents
+	// are checked again before anything is written.
+	if err := s.plan.Recheck(ctx); err != nil {
+		return true, err
+	}
 	res, err := o.engine.UpdateDocument(ctx, edit)
 	var conflict *clusterconfig.MergeConflictError
 	switch {

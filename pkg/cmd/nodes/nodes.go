@@ -18,7 +18,6 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
@@ -28,8 +27,11 @@ const nodesLong = `Show every control-plane node's state as its agent last publi
 the API alone: whether the node runs what the live ClusterConfiguration
 renders to, and if not which components differ.
 
-AGENT is alive, lost (its Lease went unrenewed for longer than
---stale-after, on the API server's clock) or none (the node has no agent).
+AGENT is alive, lost (its Lease went unrenewed for longer than its own
+duration, three of its agent's heartbeats, or --stale-after when given, on
+the clock of the API server that answered) or none (the node has no
+agent). It is what the API shows, for display: a rollout's preflight and
+'rollout abandon' watch a Lease that looks stale before they act on it.
 IN-SYNC is yes, no (DIFFERS names the components), or unknown (DIFFERS says
 why: no agent, no state published yet, the agent could not tell, or its
 state was found for an older document than kubeadm-config holds now).
@@ -83,7 +85,7 @@ type View struct {
 // NewOptions returns the defaults.
 func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
 	return &Options{Cluster: cluster, Print: cmdutil.NewPrintFlags(), Retry: cmdutil.NewRetryFlags(),
-		StaleAfter: nodestate.DefaultStaleAfter, IOStreams: streams}
+		IOStreams: streams}
 }
 
 // NewCmdNodes builds the nodes command.
@@ -99,7 +101,7 @@ func NewCmdNodes(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStrea
 			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
-	cmd.Flags().DurationVar(&o.StaleAfter, "stale-after", o.StaleAfter, "Take an agent whose Lease went unrenewed for longer than this for lost")
+	cmd.Flags().DurationVar(&o.StaleAfter, "stale-after", o.StaleAfter, cmdutil.StaleAfterHelp)
 	cmdutil.AddTimeoutFlag(cmd, &o.Retry.Timeout)
 	o.Print.AddFlags(cmd)
 	return cmd
@@ -116,14 +118,14 @@ func (o *Options) Complete(*cobra.Command, []string) error {
 		return err
 	}
 	config := engine.New(c.Client, o.Cluster.Target(engine.DefaultKey), o.Retry.EngineOptions())
-	o.op = cmdutil.NewOperator(c, o.Cluster, o.Retry, config, o.StaleAfter)
+	o.op = cmdutil.NewOperator(c, o.Cluster, o.Retry, config, cmdutil.OperatorOptions{StaleAfter: o.StaleAfter})
 	return nil
 }
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
-	if o.StaleAfter < time.Second {
-		return exitcode.Usagef("--stale-after must be at least 1s, not %s", o.StaleAfter)
+	if err := cmdutil.ValidateStaleAfter(o.StaleAfter); err != nil {
+		return err
 	}
 	return cmdutil.ValidateTimeout(o.Retry.Timeout)
 }

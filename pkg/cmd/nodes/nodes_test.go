@@ -23,7 +23,7 @@ func TestNodesValidate(t *testing.T) {
 	}
 	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
 		{"valid", opts(func(*Options) {}), ""},
-		{"stale-after", opts(func(o *Options) { o.StaleAfter = 500 * time.Millisecond }), "--stale-after must be at least 1s, not 500ms"},
+		{"stale-after", opts(func(o *Options) { o.StaleAfter = 500 * time.Millisecond }), "--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not 500ms"},
 		{"timeout", opts(func(o *Options) { o.Retry.Timeout = 0 }), "--timeout must be positive, not 0s"},
 	})
 }

@@ -30,7 +30,11 @@ type Result struct {
 	Undone    int64                `json:"undone,omitempty"`
 	Document  *cmdutil.WriteResult `json:"document,omitempty"`
 	LeftAlone string               `json:"leftAlone,omitempty"`
-	Warnings  []string             `json:"warnings"`
+	// Abandoned and AgentGone are abandon's: the node given up on, and how
+	// its agent was found gone.
+	Abandoned string   `json:"abandoned,omitempty"`
+	AgentGone string   `json:"agentGone,omitempty"`
+	Warnings  []string `json:"warnings"`
 }
 
 func (f *Flags) record() string {
@@ -148,6 +152,15 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 			note += ", confirm by " + t.Deadline.UTC().Format(time.RFC3339)
 		}
 		notes = append(notes, note)
+	}
+	if u := s.Untracked; u != nil && s.Previous != nil {
+		notes = append(notes, "previous document not known exactly: "+u.Drops(*s.Previous))
+	}
+	for _, a := range s.Abandoned {
+		notes = append(notes, fmt.Sprintf("node %s abandoned by %s at %s (it was %s): its state is unknown", a.Node, a.By, a.At.UTC().Format(time.RFC3339), a.Phase))
+	}
+	if len(s.LeftOut) > 0 {
+		notes = append(notes, "left out, abandoned: "+strings.Join(s.LeftOut, ", "))
 	}
 	if s.Message != "" {
 		notes = append(notes, s.Message)

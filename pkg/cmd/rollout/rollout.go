@@ -1,5 +1,6 @@
 // Package rollout is the rollout verb family, shaped like kubectl rollout:
-// start, status, pause, resume, confirm, undo and history, one file each.
+// start, status, pause, resume, confirm, undo, abandon and history, one
+// file each.
 // They act on the rollout record through pkg/rollout's Operator (imported
 // as rolloutstate), whose every write is a compare-and-swap through
 // pkg/engine; the agents on the nodes do the rest.
@@ -14,7 +15,6 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 )
 
@@ -33,8 +33,8 @@ plain kubectl, and every transition is also an Event on it
 'rollout start' pins the live document; 'patch', 'edit' and 'restore' with
 --rollout write and start in one step. 'rollout status' shows where it
 stands, 'pause' and 'resume' hold and release it, 'confirm' keeps a rollout
-on trial (--try), 'undo' takes the last one back, 'history' lists the last
-ten. 'kubectl kubeadmcfg nodes' shows whether each node runs the live
+on trial (--try), 'undo' takes the last one back, 'abandon' gives up on a
+node whose agent is gone, 'history' lists the last ten. 'kubectl kubeadmcfg nodes' shows whether each node runs the live
 document, rollout or not.
 
 Exit codes of --wait and status -w: 0 every node runs the target; 8 the
@@ -66,6 +66,7 @@ func NewCmdRollout(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStr
 		NewCmdResume(cluster, streams),
 		NewCmdConfirm(cluster, streams),
 		NewCmdUndo(cluster, streams),
+		NewCmdAbandon(cluster, streams),
 		NewCmdHistory(cluster, streams),
 	)
 	return cmd
@@ -91,14 +92,16 @@ type Flags struct {
 	Print      *cmdutil.PrintFlags
 	StaleAfter time.Duration
 
-	op *operator.Rollouts
+	// preflightWait bounds a start's preflight (see cmdutil.RolloutFlags).
+	preflightWait time.Duration
+	op            *operator.Rollouts
 	genericiooptions.IOStreams
 }
 
 // NewFlags returns the defaults.
 func NewFlags(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Flags {
 	return &Flags{Cluster: cluster, Retry: cmdutil.NewRetryFlags(), Print: cmdutil.NewPrintFlags(),
-		StaleAfter: nodestate.DefaultStaleAfter, IOStreams: streams}
+		IOStreams: streams}
 }
 
 // addFlags binds the flags of a sub-verb that writes the record: --timeout,
@@ -113,7 +116,7 @@ func (f *Flags) addFlags(cmd *cobra.Command) {
 
 // addStaleAfter binds --stale-after, for the sub-verbs that judge agents.
 func (f *Flags) addStaleAfter(cmd *cobra.Command) {
-	cmd.Flags().DurationVar(&f.StaleAfter, "stale-after", f.StaleAfter, "Take an agent whose Lease went unrenewed for longer than this for lost")
+	cmd.Flags().DurationVar(&f.StaleAfter, "stale-after", f.StaleAfter, cmdutil.StaleAfterHelp)
 }
 
 // complete builds the operator, with config as kubeadm-config's engine
@@ -133,14 +136,15 @@ func (f *Flags) complete(config func(c *cmdutil.Clients) *engine.Engine) error {
 	} else {
 		cfg = engine.New(c.Client, f.Cluster.Target(engine.DefaultKey), f.Retry.EngineOptions())
 	}
-	f.op = cmdutil.NewOperator(c, f.Cluster, f.Retry, cfg, f.StaleAfter)
+	f.op = cmdutil.NewOperator(c, f.Cluster, f.Retry, cfg, cmdutil.OperatorOptions{StaleAfter: f.StaleAfter,
+		PreflightWait: f.preflightWait, Progress: f.Print.Progress(f.ErrOut)})
 	return nil
 }
 
 // validate checks the shared flags.
 func (f *Flags) validate() error {
-	if f.StaleAfter < time.Second {
-		return exitcode.Usagef("--stale-after must be at least 1s, not %s", f.StaleAfter)
+	if err := cmdutil.ValidateStaleAfter(f.StaleAfter); err != nil {
+		return err
 	}
 	return f.Retry.Validate()
 }

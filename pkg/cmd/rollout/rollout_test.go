@@ -40,6 +40,12 @@ func TestRolloutValidate(t *testing.T) {
 		mutate(o)
 		return o
 	}
+	abandon := func(mutate func(o *AbandonOptions)) *AbandonOptions {
+		o := NewAbandonOptions(cluster, streams)
+		o.Node = "cp-2"
+		mutate(o)
+		return o
+	}
 	history := &HistoryOptions{Flags: NewFlags(cluster, streams)}
 	historyTimeout := &HistoryOptions{Flags: NewFlags(cluster, streams)}
 	historyTimeout.Retry.Timeout = 0
@@ -51,16 +57,22 @@ func TestRolloutValidate(t *testing.T) {
 			"--canary must be fewer than the 1 nodes of --nodes, not 1"},
 		{"start try", start(func(o *StartOptions) { o.Rollout.Try = -time.Minute }), "--try must not be negative, not -1m0s"},
 		{"start timeout", start(func(o *StartOptions) { o.Retry.Timeout = 0 }), "--timeout must be positive, not 0s"},
-		{"start stale-after", start(func(o *StartOptions) { o.Rollout.StaleAfter = time.Millisecond }), "--stale-after must be at least 1s, not 1ms"},
+		{"start stale-after", start(func(o *StartOptions) { o.Rollout.StaleAfter = time.Millisecond }), "--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not 1ms"},
 		{"status", status(func(*StatusOptions) {}), ""},
 		{"status -w with a timeout", status(func(o *StatusOptions) { o.Watch, o.Timeout = true, time.Minute }), ""},
 		{"status timeout", status(func(o *StatusOptions) { o.Timeout = -time.Second }), "--timeout must not be negative, not -1s"},
-		{"status stale-after", status(func(o *StatusOptions) { o.StaleAfter = 0 }), "--stale-after must be at least 1s, not 0s"},
+		{"status stale-after", status(func(o *StatusOptions) { o.StaleAfter = -time.Second }), "--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not -1s"},
+		{"status stale-after of each Lease", status(func(o *StatusOptions) { o.StaleAfter = 0 }), ""},
 		{"pause", control(func(*ControlOptions) {}), ""},
 		{"pause timeout", control(func(o *ControlOptions) { o.Retry.Timeout = -time.Second }), "--timeout must be positive, not -1s"},
 		{"undo", undo(func(o *UndoOptions) { o.Force, o.Wait = true, true }), ""},
 		{"undo keep", undo(func(o *UndoOptions) { o.Backup.Keep = 0 }), "--keep must be at least 1, not 0"},
 		{"undo timeout", undo(func(o *UndoOptions) { o.Retry.Timeout = 0 }), "--timeout must be positive, not 0s"},
+		{"abandon", abandon(func(o *AbandonOptions) { o.Force = true }), ""},
+		{"abandon without --force", abandon(func(*AbandonOptions) {}),
+			"rollout abandon gives up on node cp-2 for good, its state unknown to the record: it needs --force"},
+		{"abandon stale-after", abandon(func(o *AbandonOptions) { o.Force, o.StaleAfter = true, time.Millisecond }),
+			"--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not 1ms"},
 		{"history", history, ""},
 		{"history timeout", historyTimeout, "--timeout must be positive, not 0s"},
 	})
@@ -113,5 +125,38 @@ func TestPrintStatus(t *testing.T) {
 	}, "\n")
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+// TestPrintStatusNotes: what a take-back would drop, the nodes abandoned
+// and an undo's nodes left out show in the header.
+func TestPrintStatusNotes(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	prev := rolloutstate.Ref{Hash: "sha256:" + strings.Repeat("a", 64), ResourceVersion: "329"}
+	s := &rolloutstate.Status{ID: 7, Kind: rolloutstate.KindRollout, Phase: rolloutstate.Failed,
+		Target: rolloutstate.Ref{Hash: "sha256:" + strings.Repeat("b", 64), ResourceVersion: "554", Source: rolloutstate.SourceLive}, Previous: &prev,
+		Untracked: &rolloutstate.Untracked{FromResourceVersion: "329", ToResourceVersion: "554", Fields: []string{"clusterName"}},
+		Abandoned: []rolloutstate.Abandonment{{Node: "cp-0", Phase: rolloutstate.NodeInProgress, By: "alice", At: at}},
+		StartedBy: "bob", StartedAt: at, Message: "node cp-0 was abandoned by alice: its state is unknown",
+		Nodes: []rolloutstate.Node{{Name: "cp-0", Phase: rolloutstate.NodeRollbackFailed, Starts: 1}}, Order: []string{"cp-0"}}
+	var out bytes.Buffer
+	if err := printStatus(&out, &StatusView{Rollout: s, Nodes: []NodeRow{{Name: "cp-0", Agent: nodestate.Agent{Liveness: nodestate.AgentNone}}}}, at); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  previous document not known exactly: kubeadm-config was written outside rollouts since sha256:aaaaaaaaaaaa (resourceVersion 329 -> 554); going back to it changes clusterName\n",
+		"  node cp-0 abandoned by alice at 2026-12-01T12:00:00Z (it was InProgress): its state is unknown\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status does not say %q:\n%s", want, out.String())
+		}
+	}
+	s.Kind, s.Untracked, s.Abandoned, s.LeftOut = rolloutstate.KindUndo, nil, nil, []string{"cp-0"}
+	out.Reset()
+	if err := printStatus(&out, &StatusView{Rollout: s, Nodes: []NodeRow{{Name: "cp-0"}}}, at); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "  left out, abandoned: cp-0\n") {
+		t.Errorf("status does not name the node left out:\n%s", out.String())
 	}
 }

@@ -32,7 +32,11 @@ and ends.
 Refused (exit 4) with nothing to undo (no rollout recorded, or no previous
 document known: the first rollout started from the live document), while a
 node is in progress, while the rollout is in progress ('rollout pause' it
-first) or reverting. An undo that started but did not put kubeadm-config
+first) or reverting. Refused too (exit 4) when the rollout's previous
+document is not exactly the one its target replaced (kubeadm-config was
+written outside rollouts before it started): the undo would drop those
+writes as well, and the error names them (resourceVersions and fields);
+--force goes back anyway. An undo that started but did not put kubeadm-config
 back (the command was killed) is finished by running 'rollout undo' again.
 
 --wait follows the undo to its end, with the exit codes of 'rollout start
@@ -75,7 +79,7 @@ func NewCmdUndo(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStream
 			return cmdutil.Run(cmd.Context(), o, cmd, args)
 		},
 	}
-	cmd.Flags().BoolVar(&o.Force, "force", o.Force, "Put the previous document back even if kubeadm-config no longer holds the rollout's target")
+	cmd.Flags().BoolVar(&o.Force, "force", o.Force, "Put the previous document back even if kubeadm-config no longer holds the rollout's target, or if going back drops writes no rollout carried")
 	cmd.Flags().BoolVar(&o.Wait, "wait", o.Wait, "Wait until every node is back or the undo stops; the exit code says how it ended (0, 8, 9, 4, 7)")
 	o.Backup.AddFlags(cmd, true)
 	o.addFlags(cmd)
@@ -123,6 +127,9 @@ func (o *UndoOptions) Run(ctx context.Context) error {
 	s := res.Status
 	line := fmt.Sprintf("rollout %d (undo) started: undoes rollout %d, back to %s over %s\n", s.ID, res.Undone,
 		rolloutstate.Short(s.Target.Hash), orNoNode(s.Order))
+	if len(s.LeftOut) > 0 {
+		line = strings.TrimSuffix(line, "\n") + fmt.Sprintf("; left out: %s (abandoned, its state unknown)\n", strings.Join(s.LeftOut, ", "))
+	}
 	if res.Resumed {
 		line = fmt.Sprintf("rollout %d (undo) of rollout %d: finished putting kubeadm-config back\n", s.ID, res.Undone)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
@@ -35,7 +34,8 @@ rules against kubeadm-config's kubernetesVersion (no downgrade, one minor
 version at a time; a patch release, or the same version again, is fine),
 and no kubelet more than 3 minor versions older than VERSION (every Node
 must report its kubelet's version); every control-plane node's agent alive
-(its Lease renewed within --stale-after, on the API server's clock), with
+(its Lease renewed within its own duration or --stale-after; one that looks
+stale by the API server's clock is watched that long first), with
 VERSION among the kubeadm versions it publishes; and, with local etcd, every
 node's etcd member healthy as its agent finds it.
 
@@ -76,7 +76,7 @@ type ApplyOptions struct {
 
 // NewApplyOptions returns the defaults.
 func NewApplyOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *ApplyOptions {
-	return &ApplyOptions{Flags: NewFlags(cluster, streams), Plan: "kubeadm", Reason: "upgrade-apply", StaleAfter: nodestate.DefaultStaleAfter}
+	return &ApplyOptions{Flags: NewFlags(cluster, streams), Plan: "kubeadm", Reason: "upgrade-apply"}
 }
 
 // NewCmdUpgradeApply builds upgrade-apply.
@@ -97,7 +97,7 @@ func NewCmdUpgradeApply(cluster *cmdutil.ClusterFlags, streams genericiooptions.
 		"The control-plane nodes in the order the plan takes them, every one (default: the cluster's control-plane nodes, by name)")
 	cmd.Flags().StringVar(&o.Reason, "reason", o.Reason, "Why, recorded with the transition")
 	cmd.Flags().BoolVar(&o.Wait, "wait", o.Wait, "Wait until the upgrade ends; the exit code says how (0, 8, 9, 4, 7)")
-	cmd.Flags().DurationVar(&o.StaleAfter, "stale-after", o.StaleAfter, "Take an agent whose Lease went unrenewed for longer than this for lost (the preflight refuses it)")
+	cmd.Flags().DurationVar(&o.StaleAfter, "stale-after", o.StaleAfter, cmdutil.StaleAfterHelp+" (the preflight refuses a lost agent)")
 	_ = cmd.RegisterFlagCompletionFunc("plan", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return upgradestate.BuiltinPlans(), cobra.ShellCompDirectiveDefault
 	})
@@ -134,7 +134,7 @@ func (o *ApplyOptions) Validate() error {
 			return exitcode.Usagef("--control-plane-nodes names %s twice", n)
 		}
 	}
-	if err := validateStaleAfter(o.StaleAfter); err != nil {
+	if err := cmdutil.ValidateStaleAfter(o.StaleAfter); err != nil {
 		return err
 	}
 	return o.validate()
@@ -157,15 +157,6 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return err
 	}
 	return o.follow(ctx, o.op, ch, startedLine(ch.Record), o.Wait)
-}
-
-// validateStaleAfter checks --stale-after, alike in every upgrade verb
-// that judges agents.
-func validateStaleAfter(d time.Duration) error {
-	if d < time.Second {
-		return exitcode.Usagef("--stale-after must be at least 1s, not %s", d)
-	}
-	return nil
 }
 
 // waitBudget is the bound of a command that may wait for an upgrade:

@@ -69,11 +69,12 @@ func (f *Flags) complete() error {
 // upgrades assembles, once complete has run, the operator of an upgrade
 // the agents carry out: the state ConfigMap's write pipeline, and the
 // rollout operator of the same namespace (its record, the agents' Leases
-// judged by staleAfter, kubeadm-config, the API server's clock and
-// --identity).
+// judged by staleAfter, kubeadm-config, the API server's clock,
+// --identity, and the preflight's progress lines on stderr).
 func (f *Flags) upgrades(staleAfter time.Duration) *operator.Upgrades {
 	config := engine.New(f.clients.Client, f.Cluster.Target(engine.DefaultKey), engine.Options{Timeout: f.Retry.Timeout})
-	return &operator.Upgrades{Record: f.engine, Rollouts: cmdutil.NewOperator(f.clients, f.Cluster, f.Retry, config, staleAfter)}
+	return &operator.Upgrades{Record: f.engine, Rollouts: cmdutil.NewOperator(f.clients, f.Cluster, f.Retry, config,
+		cmdutil.OperatorOptions{StaleAfter: staleAfter, Progress: f.Print.Progress(f.ErrOut)})}
 }
 
 func (f *Flags) validate() error {

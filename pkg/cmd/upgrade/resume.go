@@ -8,7 +8,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 )
 
@@ -38,7 +37,7 @@ type ResumeOptions struct {
 
 // NewResumeOptions returns the defaults.
 func NewResumeOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *ResumeOptions {
-	return &ResumeOptions{Flags: NewFlags(cluster, streams), StaleAfter: nodestate.DefaultStaleAfter}
+	return &ResumeOptions{Flags: NewFlags(cluster, streams)}
 }
 
 // NewCmdUpgradeResume builds upgrade-resume.
@@ -56,7 +55,7 @@ func NewCmdUpgradeResume(cluster *cmdutil.ClusterFlags, streams genericiooptions
 		},
 	}
 	cmd.Flags().BoolVar(&o.Wait, "wait", o.Wait, "Wait until the upgrade ends; the exit code says how (0, 8, 9, 4, 7)")
-	cmd.Flags().DurationVar(&o.StaleAfter, "stale-after", o.StaleAfter, "Take an agent whose Lease went unrenewed for longer than this for lost (a warning says so)")
+	cmd.Flags().DurationVar(&o.StaleAfter, "stale-after", o.StaleAfter, cmdutil.StaleAfterHelp+" (a warning names a lost agent)")
 	o.AddFlags(cmd, true)
 	return cmd
 }
@@ -73,7 +72,7 @@ func (o *ResumeOptions) Complete(cmd *cobra.Command, _ []string) error {
 
 // Validate checks the flags.
 func (o *ResumeOptions) Validate() error {
-	if err := validateStaleAfter(o.StaleAfter); err != nil {
+	if err := cmdutil.ValidateStaleAfter(o.StaleAfter); err != nil {
 		return err
 	}
 	return o.validate()

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -81,7 +80,7 @@ func execute(c command, sigs <-chan os.Signal) *runOutcome {
 		return out
 	default:
 	}
-	tail := &tailBuffer{}
+	tail := &upgradestate.Tail{}
 	cmd := exec.Command(c.args[0], c.args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.in, io.MultiWriter(c.stdout, tail), io.MultiWriter(c.stderr, tail)
 	cmd.WaitDelay = 5 * time.Second // a child that keeps the output open cannot hold the runner
@@ -175,7 +174,7 @@ wait:
 		}
 	}
 	out.duration = time.Since(start)
-	out.tail = tail.last(runTailLines, runTailBytes)
+	out.tail = tail.Last(runTailLines, runTailBytes)
 	ps := cmd.ProcessState
 	if ps == nil { // the wait itself failed: the outcome is unknown, so a failure
 		out.startErr, out.code = waitErr, 1
@@ -258,43 +257,4 @@ func commandLine(args []string) string {
 		quoted[i] = a
 	}
 	return strings.Join(quoted, " ")
-}
-
-// tailBuffer keeps the end of what is written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-const tailKeep = 8 << 10
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2*tailKeep {
-		t.buf = append([]byte(nil), t.buf[len(t.buf)-tailKeep:]...)
-	}
-	return len(p), nil
-}
-
-// last returns the last n non-empty lines, joined with " | ", at most
-// limit bytes (the end kept).
-func (t *tailBuffer) last(n, limit int) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var lines []string
-	for _, l := range strings.Split(string(t.buf), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	s := strings.Join(lines, " | ")
-	if len(s) > limit {
-		s = "..." + s[len(s)-limit+3:]
-	}
-	return strings.ToValidUTF8(s, "")
 }

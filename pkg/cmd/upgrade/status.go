@@ -47,7 +47,7 @@ type statusView struct {
 
 // NewCmdUpgradeStatus builds upgrade-status.
 func NewCmdUpgradeStatus(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &StatusOptions{Flags: NewFlags(cluster, streams), StaleAfter: nodestate.DefaultStaleAfter}
+	o := &StatusOptions{Flags: NewFlags(cluster, streams)}
 	cmd := &cobra.Command{
 		Use:   "upgrade-status",
 		Short: "Show the upgrade state",
@@ -74,7 +74,7 @@ agents as nodeAgents beside the record's agents.`,
 	}
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After printing the state, print it again on every change")
 	cmd.Flags().DurationVar(&o.Retry.Timeout, "timeout", o.Retry.Timeout, "Give up if the state has not been read within this time")
-	cmd.Flags().DurationVar(&o.StaleAfter, "stale-after", o.StaleAfter, "For an upgrade the agents carry out: take an agent whose Lease went unrenewed for longer than this for lost")
+	cmd.Flags().DurationVar(&o.StaleAfter, "stale-after", o.StaleAfter, "For an upgrade the agents carry out: "+cmdutil.StaleAfterHelp)
 	o.AddFlags(cmd, false)
 	return cmd
 }
@@ -90,7 +90,7 @@ func (o *StatusOptions) Complete(*cobra.Command, []string) error {
 
 // Validate checks the flags.
 func (o *StatusOptions) Validate() error {
-	if err := validateStaleAfter(o.StaleAfter); err != nil {
+	if err := cmdutil.ValidateStaleAfter(o.StaleAfter); err != nil {
 		return err
 	}
 	return o.validate()

@@ -48,15 +48,15 @@ func TestUpgradeValidate(t *testing.T) {
 		mutate(o)
 		return o
 	}
-	noState := &StatusOptions{Flags: flags(), StaleAfter: time.Second}
+	noState := &StatusOptions{Flags: flags()}
 	noState.StateConfigMap = ""
-	statusTimeout := &StatusOptions{Flags: flags(), StaleAfter: time.Second}
+	statusTimeout := &StatusOptions{Flags: flags()}
 	statusTimeout.Retry.Timeout = 0
 	badTimeout := &FailOptions{Flags: flags()}
 	badTimeout.Retry.Timeout = -time.Second
 	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
-		{"status", &StatusOptions{Flags: flags(), StaleAfter: time.Second}, ""},
-		{"status stale-after", &StatusOptions{Flags: flags()}, "--stale-after must be at least 1s, not 0s"},
+		{"status", &StatusOptions{Flags: flags()}, ""},
+		{"status stale-after", &StatusOptions{Flags: flags(), StaleAfter: time.Millisecond}, "--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not 1ms"},
 		{"apply", apply("v1.37.2", nil), ""},
 		{"apply a prerelease", apply("v1.38.0-rc.1", nil), ""},
 		{"apply version", apply("1.37.2", nil), `VERSION must be a Kubernetes version such as v1.37.2, not "1.37.2"`},
@@ -65,11 +65,11 @@ func TestUpgradeValidate(t *testing.T) {
 			`--control-plane-nodes: "CP_1" is not a node name (lowercase letters, digits, '-' and '.')`},
 		{"apply nodes twice", apply("v1.37.2", func(o *ApplyOptions) { o.ControlPlaneNodes = []string{"cp-0", "cp-1", "cp-0"} }),
 			"--control-plane-nodes names cp-0 twice"},
-		{"apply stale-after", apply("v1.37.2", func(o *ApplyOptions) { o.StaleAfter = 500 * time.Millisecond }), "--stale-after must be at least 1s, not 500ms"},
+		{"apply stale-after", apply("v1.37.2", func(o *ApplyOptions) { o.StaleAfter = 500 * time.Millisecond }), "--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not 500ms"},
 		{"apply timeout", apply("v1.37.2", func(o *ApplyOptions) { o.Retry.Timeout = 0 }), "--timeout must be positive, not 0s"},
 		{"apply state-configmap", apply("v1.37.2", func(o *ApplyOptions) { o.StateConfigMap = "" }), "--state-configmap must not be empty"},
 		{"resume", resume(func(*ResumeOptions) {}), ""},
-		{"resume stale-after", resume(func(o *ResumeOptions) { o.StaleAfter = 0 }), "--stale-after must be at least 1s, not 0s"},
+		{"resume stale-after", resume(func(o *ResumeOptions) { o.StaleAfter = -time.Second }), "--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not -1s"},
 		{"resume timeout", resume(func(o *ResumeOptions) { o.Retry.Timeout = -time.Second }), "--timeout must be positive, not -1s"},
 		{"status state-configmap", noState, "--state-configmap must not be empty"},
 		{"status timeout", statusTimeout, "--timeout must be positive, not 0s"},

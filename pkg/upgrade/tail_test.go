@@ -1,0 +1,20 @@
+package upgrade
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestTailKeepsTheLastLines(t *testing.T) {
+	var tb Tail
+	for _, chunk := range []string{"one\n", "two\n\n", "thr", "ee\n  four  \n", "five\nsix"} {
+		_, _ = tb.Write([]byte(chunk))
+	}
+	if got, want := tb.Last(5, 512), "two | three | four | five | six"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	_, _ = tb.Write([]byte(strings.Repeat("x", 100_000) + "\nend\n"))
+	if got := tb.Last(2, 40); len(got) != 40 || !strings.HasSuffix(got, "xx | end") || !strings.HasPrefix(got, "...") {
+		t.Errorf("bounded tail: %q (%d bytes)", got, len(got))
+	}
+}
