@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 )
 
 // TestLeastPrivilege applies hack/rbac.yaml exactly as the README says
@@ -44,6 +45,7 @@ func TestLeastPrivilege(t *testing.T) {
 	wantExit(t, member("patch", "--set", "clusterName=x"), 6)
 	wantExit(t, member("edit"), 6)
 	wantExit(t, member("upgrade-start", "--to", "v1.37.3"), 6)
+	wantExit(t, member("upgrade-apply", "v1.37.3"), 6)
 
 	// Apply the manifest as the README says, and check where it went.
 	t.Cleanup(func() { restoreKubeSystem(t) })
@@ -152,6 +154,28 @@ func TestLeastPrivilege(t *testing.T) {
 	cp.adopt(node)
 	cp.setPodsReady(node, true)
 	cp.renew(node, time.Now())
+	// upgrade-apply and -resume: the preflight's reads (the rollout record,
+	// kubeadm-config, every Node's kubelet, the agents' Leases), the
+	// record's writes and their Events, and upgrade-status's agents.
+	cp.publish(node, nodestate.State{KubeadmVersions: []string{"v1.37.3"}, Etcd: &nodestate.EtcdHealth{Healthy: true}})
+	cp.setKubelet(node, "v1.37.2")
+	for _, args := range [][]string{
+		{"upgrade-apply", "v1.37.3"},
+		{"upgrade-status"},
+		{"upgrade-status", "-o", "json"},
+		{"upgrade-set", "upgrading-control-plane-" + node}, // as its agent would
+		{"upgrade-fail"},
+		{"upgrade-resume"},
+		{"upgrade-set", "upgrade-aborting"},
+		{"upgrade-set", "upgrade-aborted"},
+		{"upgrade-delete"},
+	} {
+		r := member(args...)
+		wantExit(t, r, 0)
+		if strings.Contains(r.stderr, "warning") {
+			t.Errorf("%v warned: %s", args, r.stderr)
+		}
+	}
 	for _, args := range [][]string{
 		{"nodes"},
 		{"patch", "--backup-dir", dir, "--set", "apiServer.extraArgs.audit-log-maxage=8", "--rollout"},

@@ -3,8 +3,12 @@
 // access to the nodes. Rollouts starts a configuration rollout after a
 // preflight of the nodes and their agents (pkg/nodestate), pauses, resumes,
 // confirms and undoes it, and waits for its end; every change to the
-// record (pkg/rollout) is one compare-and-swap write. The rollout, nodes
-// and agent verbs, and patch|edit|restore --rollout, build on it.
+// record (pkg/rollout) is one compare-and-swap write. Upgrades starts a
+// Kubernetes upgrade the agents carry out (upgrade-apply) after a preflight
+// of kubeadm's version rules, the agents and etcd, resumes its failed step
+// and waits for its end, on the upgrade record (pkg/upgrade). The rollout,
+// nodes, agent and upgrade-* verbs, and patch|edit|restore --rollout, build
+// on it.
 package operator
 
 import (

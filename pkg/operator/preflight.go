@@ -166,16 +166,9 @@ const DefaultPreflightWait = 2 * time.Minute
 // components' mirror Pods and its agent, whose Lease, when it looks stale,
 // is shown to watched. poll is how soon to look again.
 func (o *Rollouts) problems(ctx context.Context, nodes []string, watched *nodestate.Observer) (map[string][]problem, time.Duration, error) {
-	leases, err := o.Record.Leases(ctx, nodestate.Label)
+	byNode, at, now, err := o.agentLeases(ctx)
 	if err != nil {
 		return nil, 0, err
-	}
-	at, now := time.Now(), o.now() // this process's clock, and the server's
-	byNode := map[string]*coordinationv1.Lease{}
-	for i := range leases {
-		if node, _, ok, _ := nodestate.FromLease(&leases[i]); ok {
-			byNode[node] = &leases[i]
-		}
 	}
 	poll := time.Second
 	out := map[string][]problem{}
@@ -194,30 +187,61 @@ func (o *Rollouts) problems(ctx context.Context, nodes []string, watched *nodest
 				out[n] = append(out[n], problem{text: text, waiting: text})
 			}
 		}
-		l := byNode[n]
-		if l == nil {
-			out[n] = append(out[n], problem{text: fmt.Sprintf("no agent (no Lease %s)", nodestate.LeaseName(n))})
-			continue
-		}
-		if nodestate.Alive(l, now, o.StaleAfter) {
-			continue
-		}
-		seen := "its Lease was never renewed"
-		if age, ok := nodestate.LastSeen(l, now); ok {
-			seen = "last seen " + duration.HumanDuration(max(age, 0)) + " ago"
-		}
-		limit := nodestate.StaleAfter(l, o.StaleAfter)
-		switch verdict, quiet := watched.Observe(l, at, o.StaleAfter); verdict {
-		case nodestate.Silent:
-			out[n] = append(out[n], problem{text: fmt.Sprintf("its agent is lost (%s; its Lease did not change in the %s watched)", seen, quiet.Round(time.Second))})
-		case nodestate.Watching:
-			out[n] = append(out[n], problem{lease: true,
-				text:    fmt.Sprintf("its agent looks lost (%s by the API server's clock, not confirmed)", seen),
-				waiting: fmt.Sprintf("its agent looks lost by the API server's clock: watching its Lease for up to %s", limit)})
-			poll = min(poll, max(limit/5, 100*time.Millisecond))
+		if p, next := o.agentProblem(n, byNode[n], at, now, watched); p != nil {
+			out[n] = append(out[n], *p)
+			if p.lease {
+				poll = min(poll, next)
+			}
 		}
 	}
 	return out, poll, nil
+}
+
+// agentLeases reads the agents' Leases, by node, with when they were read
+// on this process's clock (at) and on the API server's (now).
+func (o *Rollouts) agentLeases(ctx context.Context) (byNode map[string]*coordinationv1.Lease, at, now time.Time, err error) {
+	leases, err := o.Record.Leases(ctx, nodestate.Label)
+	if err != nil {
+		return nil, time.Time{}, time.Time{}, err
+	}
+	at, now = time.Now(), o.now() // this process's clock, and the server's
+	byNode = map[string]*coordinationv1.Lease{}
+	for i := range leases {
+		if node, _, ok, _ := nodestate.FromLease(&leases[i]); ok {
+			byNode[node] = &leases[i]
+		}
+	}
+	return byNode, at, now, nil
+}
+
+// agentProblem judges node's agent by its Lease l (nil: it has none), read
+// at at on this process's clock and now on the API server's, for a
+// preflight: nil when it is alive, or was seen renewed while watched. One
+// that looks stale by the API server's clock is shown to watched; until it
+// has stayed unchanged for its own duration the problem is one waiting may
+// fix (lease true), to look at again within poll. Every preflight judges
+// agents so, a rollout's and an upgrade's.
+func (o *Rollouts) agentProblem(node string, l *coordinationv1.Lease, at, now time.Time, watched *nodestate.Observer) (p *problem, poll time.Duration) {
+	if l == nil {
+		return &problem{text: fmt.Sprintf("no agent (no Lease %s)", nodestate.LeaseName(node))}, 0
+	}
+	if nodestate.Alive(l, now, o.StaleAfter) {
+		return nil, 0
+	}
+	seen := "its Lease was never renewed"
+	if age, ok := nodestate.LastSeen(l, now); ok {
+		seen = "last seen " + duration.HumanDuration(max(age, 0)) + " ago"
+	}
+	limit := nodestate.StaleAfter(l, o.StaleAfter)
+	switch verdict, quiet := watched.Observe(l, at, o.StaleAfter); verdict {
+	case nodestate.Silent:
+		return &problem{text: fmt.Sprintf("its agent is lost (%s; its Lease did not change in the %s watched)", seen, quiet.Round(time.Second))}, 0
+	case nodestate.Watching:
+		return &problem{lease: true,
+			text:    fmt.Sprintf("its agent looks lost (%s by the API server's clock, not confirmed)", seen),
+			waiting: fmt.Sprintf("its agent looks lost by the API server's clock: watching its Lease for up to %s", limit)}, max(limit/5, 100*time.Millisecond)
+	}
+	return nil, 0
 }
 
 func podReady(pod *corev1.Pod) bool {

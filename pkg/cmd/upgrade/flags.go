@@ -13,6 +13,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
@@ -25,8 +26,9 @@ type Flags struct {
 	Retry          *cmdutil.RetryFlags
 	StateConfigMap string
 
-	engine *engine.Engine
-	now    func() time.Time // the API server's time
+	engine  *engine.Engine
+	clients *cmdutil.Clients
+	now     func() time.Time // the API server's time
 	// forceHint: the command has --force, so a refused transition says so.
 	forceHint bool
 	genericiooptions.IOStreams
@@ -59,8 +61,20 @@ func (f *Flags) complete() error {
 	opts := f.Retry.EngineOptions()
 	opts.CreateIfMissing = true
 	f.engine = engine.New(c.Client, f.target(), opts)
+	f.clients = c
 	f.now = c.Clock.Now
 	return nil
+}
+
+// upgrades assembles, once complete has run, the operator of an upgrade
+// the agents carry out: the state ConfigMap's write pipeline, and the
+// rollout operator of the same namespace (its record, the agents' Leases
+// judged by staleAfter, kubeadm-config, the API server's clock,
+// --identity, and the preflight's progress lines on stderr).
+func (f *Flags) upgrades(staleAfter time.Duration) *operator.Upgrades {
+	config := engine.New(f.clients.Client, f.Cluster.Target(engine.DefaultKey), engine.Options{Timeout: f.Retry.Timeout})
+	return &operator.Upgrades{Record: f.engine, Rollouts: cmdutil.NewOperator(f.clients, f.Cluster, f.Retry, config,
+		cmdutil.OperatorOptions{StaleAfter: staleAfter, Progress: f.Print.Progress(f.ErrOut)})}
 }
 
 func (f *Flags) validate() error {

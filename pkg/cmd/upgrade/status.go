@@ -15,6 +15,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/operator"
 	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
@@ -29,7 +31,18 @@ func joinStates(states []upgradestate.State) string {
 // StatusOptions shows the upgrade state.
 type StatusOptions struct {
 	*Flags
-	Watch bool
+	Watch      bool
+	StaleAfter time.Duration
+
+	op *operator.Upgrades // judges the agents of an upgrade they carry out
+}
+
+// statusView is what upgrade-status prints with -o: the record with where
+// in its plan it is and, for an upgrade the agents carry out, each node's
+// agent as its Lease shows it, in the plan's order.
+type statusView struct {
+	upgradestate.Status
+	NodeAgents []nodestate.Agent `json:"nodeAgents,omitempty"`
 }
 
 // NewCmdUpgradeStatus builds upgrade-status.
@@ -46,7 +59,13 @@ step's position and the next states. --watch follows changes with a watch on
 the ConfigMap; when the API server no longer holds the history to resume it
 from (410 Gone, after a compaction), the state is read again, printed if it
 changed, and followed from there. --timeout bounds the first read (not the
-watch after it). Exit 5 when no upgrade is recorded.`,
+watch after it). Exit 5 when no upgrade is recorded.
+
+For an upgrade the agents carry out (upgrade-apply) it also shows each
+node: its step, the phase it is in or last ran, since when (on the API
+server's clock), its outcome, and its agent ("alive (3s)", "lost (45s)" or
+"none", judged by --stale-after as 'nodes' judges it); -o json adds the
+agents as nodeAgents beside the record's agents.`,
 		Example: "  # Show the state as JSON\n  kubectl kubeadmcfg upgrade-status -o json\n\n  # Follow changes\n  kubectl kubeadmcfg upgrade-status --watch",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -55,15 +74,27 @@ watch after it). Exit 5 when no upgrade is recorded.`,
 	}
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After printing the state, print it again on every change")
 	cmd.Flags().DurationVar(&o.Retry.Timeout, "timeout", o.Retry.Timeout, "Give up if the state has not been read within this time")
+	cmd.Flags().DurationVar(&o.StaleAfter, "stale-after", o.StaleAfter, "For an upgrade the agents carry out: "+cmdutil.StaleAfterHelp)
 	o.AddFlags(cmd, false)
 	return cmd
 }
 
-// Complete builds the client.
-func (o *StatusOptions) Complete(*cobra.Command, []string) error { return o.complete() }
+// Complete builds the client, and the operator that judges the agents.
+func (o *StatusOptions) Complete(*cobra.Command, []string) error {
+	if err := o.complete(); err != nil {
+		return err
+	}
+	o.op = o.upgrades(o.StaleAfter)
+	return nil
+}
 
 // Validate checks the flags.
-func (o *StatusOptions) Validate() error { return o.validate() }
+func (o *StatusOptions) Validate() error {
+	if err := cmdutil.ValidateStaleAfter(o.StaleAfter); err != nil {
+		return err
+	}
+	return o.validate()
+}
 
 // Run prints the state, and with --watch every change after it.
 func (o *StatusOptions) Run(ctx context.Context) error {
@@ -71,7 +102,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return o.explain(err)
 	}
-	if err := o.printStatus(cm); err != nil || !o.Watch {
+	if err := o.printStatus(ctx, cm); err != nil || !o.Watch {
 		return err
 	}
 	return o.engine.Watch(ctx, cm.ResourceVersion, func(ev watch.EventType, cm *corev1.ConfigMap) (bool, error) {
@@ -79,11 +110,11 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			fmt.Fprintln(o.ErrOut, "the upgrade state was deleted")
 			return true, nil
 		}
-		return false, o.printStatus(cm)
+		return false, o.printStatus(ctx, cm)
 	})
 }
 
-func (o *StatusOptions) printStatus(cm *corev1.ConfigMap) error {
+func (o *StatusOptions) printStatus(ctx context.Context, cm *corev1.ConfigMap) error {
 	rec, ok, err := upgradestate.FromConfigMap(cm)
 	if err != nil {
 		return err
@@ -91,8 +122,22 @@ func (o *StatusOptions) printStatus(cm *corev1.ConfigMap) error {
 	if !ok {
 		return o.explain(upgradestate.ErrNoUpgrade)
 	}
+	view := statusView{Status: rec.Status()}
+	var agents map[string]nodestate.Agent
+	if rec.Agents != nil {
+		// The agents as they are now: a warning when they cannot be read,
+		// as the record still says where each node is.
+		if agents, err = o.op.Rollouts.Agents(ctx); err != nil {
+			cmdutil.PrintWarnings(o.ErrOut, []string{"cannot tell whether the agents are alive: " + err.Error()})
+		} else {
+			view.NodeAgents = []nodestate.Agent{}
+			for _, n := range rec.Agents.Nodes {
+				view.NodeAgents = append(view.NodeAgents, nodestate.AgentFor(agents, n.Node))
+			}
+		}
+	}
 	if !o.Print.Human() {
-		return o.Print.Print(o.Out, rec.Status())
+		return o.Print.Print(o.Out, view)
 	}
 	now := o.now()
 	age := func(stamp string) string {
@@ -132,5 +177,30 @@ func (o *StatusOptions) printStatus(cm *corev1.ConfigMap) error {
 			fmt.Fprintf(w, "%s\t%s\t%s\n", n, rec.Hosts[n].Status, age(rec.Hosts[n].UpdatedAt))
 		}
 	}
-	return w.Flush()
+	if a := rec.Agents; a != nil {
+		fmt.Fprintln(w, "\nNODE\tSTEP\tPHASE\tSINCE\tOUTCOME\tAGENT")
+		for _, n := range a.Nodes {
+			since, agent := "-", "unknown"
+			if n.PhaseSince != "" {
+				since = age(n.PhaseSince)
+			}
+			if agents != nil {
+				agent = nodestate.AgentFor(agents, n.Node).Seen()
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Node, cmdutil.OrDash(n.Step), cmdutil.OrDash(n.Phase), since, cmdutil.OrDash(n.Outcome), agent)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if a := rec.Agents; a != nil {
+		// Why a node failed, below the table, a line each (a message is
+		// too long for a column), unless the REASON above says it already.
+		for _, n := range a.Nodes {
+			if n.Message != "" && n.Message != rec.Reason {
+				fmt.Fprintf(o.Out, "\n%s: %s\n", n.Node, strings.ReplaceAll(strings.TrimRight(n.Message, "\n"), "\n", " | "))
+			}
+		}
+	}
+	return nil
 }

@@ -35,6 +35,19 @@ func TestUpgradeValidate(t *testing.T) {
 	show := func(current bool, nodes ...string) *PlanShowOptions {
 		return &PlanShowOptions{Flags: flags(), Current: current, ControlPlaneNodes: nodes}
 	}
+	apply := func(version string, mutate func(o *ApplyOptions)) *ApplyOptions {
+		o := NewApplyOptions(cmdutil.NewClusterFlags(), streams)
+		o.Version = version
+		if mutate != nil {
+			mutate(o)
+		}
+		return o
+	}
+	resume := func(mutate func(o *ResumeOptions)) *ResumeOptions {
+		o := NewResumeOptions(cmdutil.NewClusterFlags(), streams)
+		mutate(o)
+		return o
+	}
 	noState := &StatusOptions{Flags: flags()}
 	noState.StateConfigMap = ""
 	statusTimeout := &StatusOptions{Flags: flags()}
@@ -43,6 +56,21 @@ func TestUpgradeValidate(t *testing.T) {
 	badTimeout.Retry.Timeout = -time.Second
 	cmdtest.CheckValidate(t, []cmdtest.ValidateCase{
 		{"status", &StatusOptions{Flags: flags()}, ""},
+		{"status stale-after", &StatusOptions{Flags: flags(), StaleAfter: time.Millisecond}, "--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not 1ms"},
+		{"apply", apply("v1.37.2", nil), ""},
+		{"apply a prerelease", apply("v1.38.0-rc.1", nil), ""},
+		{"apply version", apply("1.37.2", nil), `VERSION must be a Kubernetes version such as v1.37.2, not "1.37.2"`},
+		{"apply version label", apply("stable-1.37", nil), `VERSION must be a Kubernetes version such as v1.37.2, not "stable-1.37"`},
+		{"apply nodes", apply("v1.37.2", func(o *ApplyOptions) { o.ControlPlaneNodes = []string{"cp-0", "CP_1"} }),
+			`--control-plane-nodes: "CP_1" is not a node name (lowercase letters, digits, '-' and '.')`},
+		{"apply nodes twice", apply("v1.37.2", func(o *ApplyOptions) { o.ControlPlaneNodes = []string{"cp-0", "cp-1", "cp-0"} }),
+			"--control-plane-nodes names cp-0 twice"},
+		{"apply stale-after", apply("v1.37.2", func(o *ApplyOptions) { o.StaleAfter = 500 * time.Millisecond }), "--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not 500ms"},
+		{"apply timeout", apply("v1.37.2", func(o *ApplyOptions) { o.Retry.Timeout = 0 }), "--timeout must be positive, not 0s"},
+		{"apply state-configmap", apply("v1.37.2", func(o *ApplyOptions) { o.StateConfigMap = "" }), "--state-configmap must not be empty"},
+		{"resume", resume(func(*ResumeOptions) {}), ""},
+		{"resume stale-after", resume(func(o *ResumeOptions) { o.StaleAfter = -time.Second }), "--stale-after must be 0 (each agent's own Lease duration) or at least 1s, not -1s"},
+		{"resume timeout", resume(func(o *ResumeOptions) { o.Retry.Timeout = -time.Second }), "--timeout must be positive, not -1s"},
 		{"status state-configmap", noState, "--state-configmap must not be empty"},
 		{"status timeout", statusTimeout, "--timeout must be positive, not 0s"},
 		{"start", start("v1.37.3", ""), ""},
