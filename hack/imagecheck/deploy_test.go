@@ -1,6 +1,7 @@
 package imagecheck
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/unitfile"
@@ -23,7 +25,9 @@ import (
 
 // The agent's deployment files, read as the cluster and systemd read them:
 // what of the host they expose to the agent, and how long they let it take
-// to stop. internal/e2e's TestAgentAsDocumented runs them.
+// to stop. internal/e2e's TestAgentAsDocumented runs them, and
+// TestUpgradeByAgents runs one node's agent as the unit with the upgrades
+// drop-in.
 
 const (
 	daemonSetFile = "../agent-daemonset.yaml"
@@ -45,16 +49,43 @@ var secrets = []string{
 	"/etc/kubernetes/pki/sa.key",
 }
 
-// exposes says why the host path p may not be given to the agent, or "":
-// /etc/kubernetes as a whole (or a directory above it), a secret, a
-// directory holding one, or any CA key.
-func exposes(p string) string {
+// variant is a deployment of the agent and what it may have of the host.
+type variant struct {
+	name string
+	// whole says that /etc/kubernetes as a whole, with its secrets, may be
+	// given to the agent.
+	whole bool
+	// readWrite are the host paths that may be writable besides those the
+	// agent's flags name (the manifests, the backups).
+	readWrite []string
+}
+
+var (
+	// turns is the default deployment: what a configuration turn needs.
+	turns = variant{name: "turns"}
+	// upgrades is the deployment of agents that run kubeadm upgrade: the
+	// unit with hack/kubeadmcfg-agent.service.d/upgrades.conf, the
+	// DaemonSet patched with hack/agent-daemonset-upgrades.yaml.
+	upgrades = variant{name: "upgrades", whole: true, readWrite: []string{"/etc/kubernetes", "/var/lib/kubelet"}}
+)
+
+// exposes says why the host path p may not be given to the agent of
+// variant v, or "": /etc/kubernetes as a whole (or a directory above it), a
+// secret, a directory holding one, or any CA key; for upgrades,
+// /etc/kubernetes and what it holds may be, but nothing above it, nor a CA
+// key elsewhere.
+func (v variant) exposes(p string) string {
 	p = path.Clean(p)
 	const etc = "/etc/kubernetes/"
-	if above := strings.TrimSuffix(p, "/") + "/"; p == "/etc/kubernetes" || strings.HasPrefix(etc, above) {
+	above := strings.TrimSuffix(p, "/") + "/"
+	switch {
+	case v.whole && (p == "/etc/kubernetes" || strings.HasPrefix(p, etc)):
+		return ""
+	case v.whole && strings.HasPrefix(etc, above):
+		return "more of the host than /etc/kubernetes"
+	case p == "/etc/kubernetes" || strings.HasPrefix(etc, above):
 		return "the host's /etc/kubernetes as a whole"
-	}
-	if strings.HasSuffix(p, "ca.key") {
+	case strings.HasSuffix(p, "ca.key"):
 		return "a CA key"
 	}
 	for _, s := range secrets {
@@ -102,15 +133,45 @@ func agentContainer(t *testing.T, ds *appsv1.DaemonSet) corev1.Container {
 	return c[i]
 }
 
+// readPatchedDaemonSet reads the agent's DaemonSet with the strategic merge
+// patches applied in order, as `kubectl patch --local --patch-file` applies
+// them (docs/rollout.md gives those commands; internal/e2e runs them).
+func readPatchedDaemonSet(t *testing.T, patches ...string) *appsv1.DaemonSet {
+	t.Helper()
+	doc, err := json.Marshal(readDaemonSet(t, daemonSetFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range patches {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if doc, err = strategicpatch.StrategicMergePatch(doc, patch, appsv1.DaemonSet{}); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	var ds appsv1.DaemonSet
+	if err := json.Unmarshal(doc, &ds); err != nil {
+		t.Fatal(err)
+	}
+	return &ds
+}
+
 // lintDaemonSet lists what is wrong with the host paths the DaemonSet's
-// agent container mounts: anything exposes refuses, a host path mounted
-// elsewhere in the container than on the host (the agent's flags name host
-// paths), and a read-write mount of anything but the manifests and the
-// backups the agent's flags name.
-func lintDaemonSet(t *testing.T, ds *appsv1.DaemonSet) (problems []string, mounts []mount) {
+// agent container mounts, for variant v: anything v.exposes refuses, a host
+// path mounted elsewhere in the container than on the host (the agent's
+// flags name host paths), and a read-write mount of anything but the
+// manifests and the backups the agent's flags name, and v's own. It
+// returns the host paths under /etc/kubernetes and /var it mounts.
+func lintDaemonSet(t *testing.T, ds *appsv1.DaemonSet, v variant) (problems []string, mounts []mount) {
 	t.Helper()
 	c := agentContainer(t, ds)
-	rw := []string{}
+	rw := slices.Clone(v.readWrite)
 	for _, flag := range []string{"manifests-dir", "backup-dir"} {
 		if v, ok := unitfile.Flag(c.Command, flag); ok {
 			rw = append(rw, v)
@@ -127,16 +188,16 @@ func lintDaemonSet(t *testing.T, ds *appsv1.DaemonSet) (problems []string, mount
 		if !ok {
 			continue
 		}
-		if why := exposes(host); why != "" {
+		if why := v.exposes(host); why != "" {
 			problems = append(problems, fmt.Sprintf("volume %s mounts %s: %s", m.Name, host, why))
 		}
 		if m.MountPath != host && !strings.HasPrefix(host, "/usr/") {
 			problems = append(problems, fmt.Sprintf("volume %s mounts %s at %s, not where the host has it", m.Name, host, m.MountPath))
 		}
 		if !m.ReadOnly && !slices.Contains(rw, host) {
-			problems = append(problems, fmt.Sprintf("volume %s mounts %s read-write; only the manifests and the backups (%s) may be", m.Name, host, strings.Join(rw, ", ")))
+			problems = append(problems, fmt.Sprintf("volume %s mounts %s read-write; only %s may be", m.Name, host, strings.Join(rw, ", ")))
 		}
-		if strings.HasPrefix(host, "/etc/kubernetes/") {
+		if host == "/etc/kubernetes" || strings.HasPrefix(host, "/etc/kubernetes/") || strings.HasPrefix(host, "/var/") {
 			mounts = append(mounts, mount{Path: host, ReadOnly: m.ReadOnly})
 		}
 	}
@@ -144,7 +205,7 @@ func lintDaemonSet(t *testing.T, ds *appsv1.DaemonSet) (problems []string, mount
 }
 
 func TestDaemonSetMountsOnlyWhatTheAgentNeeds(t *testing.T) {
-	problems, mounts := lintDaemonSet(t, readDaemonSet(t, daemonSetFile))
+	problems, mounts := lintDaemonSet(t, readDaemonSet(t, daemonSetFile), turns)
 	if len(problems) > 0 {
 		t.Errorf("%s:\n%s", daemonSetFile, strings.Join(problems, "\n"))
 	}
@@ -162,7 +223,7 @@ func TestDaemonSetMountsOnlyWhatTheAgentNeeds(t *testing.T) {
 
 	// The lint refuses what the DaemonSet of 66a16a5 mounted, and each
 	// secret on its own.
-	old, _ := lintDaemonSet(t, readDaemonSet(t, "testdata/agent-daemonset-whole-etc-kubernetes.yaml"))
+	old, _ := lintDaemonSet(t, readDaemonSet(t, "testdata/agent-daemonset-whole-etc-kubernetes.yaml"), turns)
 	if !slices.Contains(old, "volume kubernetes mounts /etc/kubernetes: the host's /etc/kubernetes as a whole") {
 		t.Errorf("the lint passes a DaemonSet that mounts all of /etc/kubernetes: %q", old)
 	}
@@ -174,7 +235,7 @@ func TestDaemonSetMountsOnlyWhatTheAgentNeeds(t *testing.T) {
 			corev1.Volume{Name: "extra", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host}}})
 		c := &ds.Spec.Template.Spec.Containers[0]
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "extra", MountPath: host, ReadOnly: true})
-		if problems, _ := lintDaemonSet(t, ds); len(problems) != 1 || !strings.HasPrefix(problems[0], "volume extra mounts "+host+": ") {
+		if problems, _ := lintDaemonSet(t, ds, turns); len(problems) != 1 || !strings.HasPrefix(problems[0], "volume extra mounts "+host+": ") {
 			t.Errorf("a read-only mount of %s: %q, want it refused", host, problems)
 		}
 	}
@@ -209,10 +270,10 @@ func TestUnitIsHardened(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if problems := unitProblems(u); len(problems) > 0 {
+	if problems := unitProblems(u, turns); len(problems) > 0 {
 		t.Errorf("%s:\n%s", unitFile, strings.Join(problems, "\n"))
 	}
-	_, mounts := lintDaemonSet(t, readDaemonSet(t, daemonSetFile))
+	_, mounts := lintDaemonSet(t, readDaemonSet(t, daemonSetFile), turns)
 	slices.SortFunc(mounts, func(a, b mount) int { return strings.Compare(a.Path, b.Path) })
 	if diff := cmp.Diff(mounts, unitPaths(t, u)); diff != "" {
 		t.Errorf("the unit binds other paths than the DaemonSet mounts (-DaemonSet +unit):\n%s", diff)
@@ -221,13 +282,17 @@ func TestUnitIsHardened(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if problems := unitProblems(old); len(problems) < 5 {
+	if problems := unitProblems(old, turns); len(problems) < 5 {
 		t.Errorf("the unit of 66a16a5, which has no sandbox at all, passes: %q", problems)
 	}
 }
 
-// unitProblems lists what the unit's [Service] lacks.
-func unitProblems(u *unitfile.Unit) []string {
+// unitProblems lists what the unit's [Service] lacks for variant v: the
+// rest of the system read-only, no home directories, a /tmp of its own, no
+// new privileges, the DaemonSet's capabilities and no more, and for turns
+// an empty /etc/kubernetes with the paths a turn needs bound into it, for
+// upgrades nothing writable but v's paths.
+func unitProblems(u *unitfile.Unit, v variant) []string {
 	var problems []string
 	want := func(key, value string) {
 		if got, _ := u.Value("Service", key); got != value {
@@ -238,7 +303,9 @@ func unitProblems(u *unitfile.Unit) []string {
 	want("ProtectHome", "yes")
 	want("PrivateTmp", "yes")
 	want("NoNewPrivileges", "yes")
-	want("TemporaryFileSystem", "/etc/kubernetes:ro")
+	if !v.whole {
+		want("TemporaryFileSystem", "/etc/kubernetes:ro")
+	}
 	caps := u.Words("Service", "CapabilityBoundingSet")
 	allowed := []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER"}
 	if len(caps) == 0 || slices.ContainsFunc(caps, func(c string) bool { return !slices.Contains(allowed, c) }) {
@@ -246,13 +313,16 @@ func unitProblems(u *unitfile.Unit) []string {
 	}
 	binds := u.Words("Service", "BindPaths")
 	for _, p := range u.Words("Service", "ReadWritePaths") {
-		if !slices.Contains(binds, p) {
+		if !v.whole && !slices.Contains(binds, p) {
 			problems = append(problems, fmt.Sprintf("ReadWritePaths=%s is not bound into the sandbox read-write (BindPaths=)", p))
+		}
+		if v.whole && !slices.Contains(v.readWrite, p) {
+			problems = append(problems, fmt.Sprintf("ReadWritePaths=%s; only %s may be", p, strings.Join(v.readWrite, ", ")))
 		}
 	}
 	for _, key := range []string{"BindPaths", "BindReadOnlyPaths", "ReadWritePaths", "ReadOnlyPaths"} {
 		for _, p := range u.Words("Service", key) {
-			if why := exposes(strings.TrimPrefix(p, "-")); why != "" {
+			if why := v.exposes(strings.TrimPrefix(p, "-")); why != "" {
 				problems = append(problems, fmt.Sprintf("%s=%s: %s", key, p, why))
 			}
 		}
@@ -266,6 +336,15 @@ func unitProblems(u *unitfile.Unit) []string {
 // putting etcd back takes, and a minute for the writes of the outcome.
 func stopBudget(t *testing.T, argv []string) time.Duration {
 	t.Helper()
+	wait, grace := waitAndGrace(t, argv)
+	components := len(controlplane.Components()) + 1 // and a stacked etcd member
+	return grace + time.Duration(components+1)*wait + time.Minute
+}
+
+// waitAndGrace are the --wait and --stop-grace of the agent's command
+// line argv, or their defaults.
+func waitAndGrace(t *testing.T, argv []string) (wait, grace time.Duration) {
+	t.Helper()
 	duration := func(flag string, def time.Duration) time.Duration {
 		v, ok := unitfile.Flag(argv, flag)
 		if !ok {
@@ -277,10 +356,7 @@ func stopBudget(t *testing.T, argv []string) time.Duration {
 		}
 		return d
 	}
-	wait := duration("wait", cmdutil.NewReconfigureFlags().Wait)
-	grace := duration("stop-grace", nodeagent.DefaultStopGrace)
-	components := len(controlplane.Components()) + 1 // and a stacked etcd member
-	return grace + time.Duration(components+1)*wait + time.Minute
+	return duration("wait", cmdutil.NewReconfigureFlags().Wait), duration("stop-grace", nodeagent.DefaultStopGrace)
 }
 
 // systemdSpan reads a systemd time span as units use it ("12min", "90s",

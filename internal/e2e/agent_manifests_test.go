@@ -17,7 +17,8 @@ import (
 // hack/agent-node-rbac.yaml, as an operator applies them, pass the API
 // server's own checks (schema, admission: the PriorityClass, the
 // ServiceAccount's namespace) with --dry-run=server, and so does the
-// DaemonSet patched for an external etcd; nothing is created.
+// DaemonSet patched for an external etcd, for agents that run upgrades, and
+// for both; nothing is created.
 func TestAgentManifests(t *testing.T) {
 	apply := func(files ...string) result {
 		t.Helper()
@@ -62,6 +63,31 @@ func TestAgentManifests(t *testing.T) {
 	}
 	if r := apply(external); r.code != 0 || !strings.Contains(r.stdout, "daemonset.apps/kubeadmcfg-agent created (server dry run)") {
 		t.Errorf("the DaemonSet for an external etcd: %s", r)
+	}
+	// For agents that run upgrades, and for those with an external etcd
+	// (the patch of upgrades first, then the external etcd's on its
+	// output, as docs/rollout.md pipes them).
+	upgrades := run(t, "kubectl", "patch", "--local", "-f", "../../hack/agent-daemonset.yaml",
+		"--patch-file", "../../hack/agent-daemonset-upgrades.yaml", "-o", "yaml")
+	wantExit(t, upgrades, 0)
+	upgradesFile := filepath.Join(t.TempDir(), "upgrades.yaml")
+	if err := os.WriteFile(upgradesFile, []byte(upgrades.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	both := run(t, "kubectl", "patch", "--local", "-f", upgradesFile, "--patch-file", "../../hack/agent-daemonset-external-etcd.yaml", "-o", "yaml")
+	wantExit(t, both, 0)
+	if strings.Contains(both.stdout, "/var/lib/etcd") || !strings.Contains(both.stdout, "path: /etc/kubernetes\n") ||
+		!strings.Contains(upgrades.stdout, "path: /var/lib/etcd\n") {
+		t.Errorf("the patches for upgrades and an external etcd:\n%s\nthen:\n%s", upgrades.stdout, both.stdout)
+	}
+	bothFile := filepath.Join(t.TempDir(), "upgrades-external.yaml")
+	if err := os.WriteFile(bothFile, []byte(both.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{upgradesFile, bothFile} {
+		if r := apply(f); r.code != 0 || !strings.Contains(r.stdout, "daemonset.apps/kubeadmcfg-agent created (server dry run)") {
+			t.Errorf("the DaemonSet for upgrades (%s): %s", filepath.Base(f), r)
+		}
 	}
 	// A manifest the server refuses fails the check: an unknown field.
 	bad := strings.Replace(readString(t, "../../hack/agent-daemonset.yaml"), "hostNetwork: true", "hostNetwork: true\n      hostNetwrok: true", 1)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,7 +68,7 @@ func startAgentUpgradeCluster(t *testing.T) *agentUpgradeCluster {
 		}, nil)
 	}()
 	t.Cleanup(func() { stop(); <-done })
-	wantExit(t, runLong(t, time.Minute, "kubectl", "apply", "-f", "../../hack/rbac.yaml", "--kubeconfig", c.Kubeconfig), 0)
+	c.applyAgentRights(t)
 	for _, name := range c.names() {
 		c.startUpgradeAgent(t, name)
 	}
@@ -77,16 +78,18 @@ func startAgentUpgradeCluster(t *testing.T) *agentUpgradeCluster {
 // startUpgradeAgent runs node name's agent with the node flags of an
 // upgrade: its kubeadm of each release, its kubelet restart command, its
 // kubelet's configuration, and SystemVerification ignored (a node's root
-// has no /proc, /sys or /boot for it to check; see upgradeIgnored).
+// has no /proc, /sys or /boot for it to check; see upgradeIgnored). It
+// acts as the DaemonSet's agent of the node, under hack/agent-policy.yaml.
 func (c *agentUpgradeCluster) startUpgradeAgent(t *testing.T, name string) *agentProcess {
 	t.Helper()
 	n := c.node(t, name)
 	args := append([]string{"kubeadmcfg", "agent", "--heartbeat-interval", agentHeartbeat.String(), "--wait", "2m",
-		"--stop-grace", "20s", "--kubeconfig", c.Kubeconfig, "--as", agentIdentity,
-		"--cert-dir", filepath.Join(n.Root, "etc", "kubernetes", "pki"),
+		"--stop-grace", "20s", "--kubeconfig", c.Kubeconfig}, daemonSetIdentity(name)...)
+	args = append(args, "--cert-dir", filepath.Join(n.Root, "etc", "kubernetes", "pki"),
 		"--kubeadm-template", n.KubeadmTemplate, "--kubelet-restart-command", n.KubeletRestart,
 		"--kubelet-config", filepath.Join(n.Root, "var", "lib", "kubelet", "config.yaml"),
-		"--ignore-preflight-errors", strings.Join(upgradeIgnored, ",")}, n.flags()...)
+		"--ignore-preflight-errors", strings.Join(upgradeIgnored, ","))
+	args = append(args, n.flags()...)
 	cmd := exec.Command("kubectl", args...)
 	// The agent renders with the node's kubeadm of the document's
 	// release, through the template, which runs it in the node's root:
@@ -162,6 +165,14 @@ func TestUpgradeByAgents(t *testing.T) {
 	}
 	c := startAgentUpgradeCluster(t)
 	runSteps(t, c, []step[*agentUpgradeCluster]{
+		{"cp-0's agent runs as the systemd unit with its drop-in for upgrades, in the unit's sandbox, under the agents' policy", func(t *testing.T, c *agentUpgradeCluster) {
+			c.wantPolicyInForce(t, "cp-1", "cp-0")
+			c.wantUpgradeSandbox(t, "cp-0")
+			if r := c.kill(t, "cp-0", syscall.SIGTERM); r.code != 0 {
+				t.Fatalf("cp-0's agent did not stop cleanly: %s", r)
+			}
+			c.startUnitUpgradeAgent(t, "cp-0")
+		}},
 		{"the agents upgrade every node, one at a time, in the plan's order", func(t *testing.T, c *agentUpgradeCluster) {
 			start := time.Now()
 			c.apply(t)
@@ -185,6 +196,16 @@ func TestUpgradeByAgents(t *testing.T) {
 			for _, line := range c.apiServers(t) {
 				if !strings.Contains(line, fmt.Sprintf("kubernetes-%s/kube-apiserver", c.bins.Version)) {
 					t.Errorf("a kube-apiserver of another release runs: %s", line)
+				}
+			}
+			// cp-0 ran kubeadm upgrade apply in the sandbox of the unit
+			// with its drop-in, every phase but upload-config's own
+			// document (the agent writes kubeadm-config itself).
+			c.wantUnitPhases(t, "cp-0", "apply", []string{"preflight", "control-plane", "upload-config kubelet", "kubelet-config",
+				"bootstrap-token", "addon all", "post-upgrade"})
+			for _, name := range c.names() {
+				if log := c.agents[name].stderrString(); strings.Contains(log, "forbidden") || strings.Contains(log, "NoHeartbeat") {
+					t.Errorf("the agent of %s was refused under the agents' policy:\n%s", name, log)
 				}
 			}
 		}},
