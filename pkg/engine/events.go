@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -36,7 +37,7 @@ func (e *Engine) Event(ctx context.Context, cm *corev1.ConfigMap, eventType, rea
 		Source:         corev1.EventSource{Component: managed.By, Host: Hostname()},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
-	if _, err := e.client.CoreV1().Events(cm.Namespace).Create(ctx, ev, metav1.CreateOptions{FieldManager: managed.By}); err != nil {
+	if err := e.createEvent(ctx, ev); err != nil {
 		return APIError(err, "create", fmt.Sprintf("event on configmap %s/%s", cm.Namespace, cm.Name))
 	}
 	return nil
@@ -73,10 +74,34 @@ func (e *Engine) NodeEvent(ctx context.Context, node string, uid types.UID, inst
 		ReportingController: NodeReportingController,
 		ReportingInstance:   boundInstance(instance),
 	}
-	if _, err := e.client.CoreV1().Events(e.target.Namespace).Create(ctx, ev, metav1.CreateOptions{FieldManager: managed.By}); err != nil {
+	if err := e.createEvent(ctx, ev); err != nil {
 		return APIError(err, "create", "event on node "+node)
 	}
 	return nil
+}
+
+// createEvent creates ev, again after a refusal that says the API server
+// did not create it because it is shutting down (503, or 429 with
+// Retry-After), as one behind a load balancer may be while it restarts:
+// never after an error that leaves open whether it was created, which
+// would record the Event twice. ctx bounds the attempts.
+func (e *Engine) createEvent(ctx context.Context, ev *corev1.Event) error {
+	const attempts = 4
+	var err error
+	for i := range attempts {
+		if _, err = e.client.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{FieldManager: managed.By}); err == nil {
+			return nil
+		}
+		if !apierrors.IsServiceUnavailable(err) && !apierrors.IsTooManyRequests(err) || i == attempts-1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(i+1) * 250 * time.Millisecond):
+		}
+	}
+	return err
 }
 
 // boundInstance fits a reporting instance in the 128 characters an Event

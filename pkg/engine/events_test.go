@@ -2,13 +2,18 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestEventNamesTheConfigMap(t *testing.T) {
@@ -41,5 +46,52 @@ func TestLeasesBySelector(t *testing.T) {
 	got, err := e.Leases(context.Background(), "kubeadmcfg.io/agent")
 	if err != nil || len(got) != 1 || got[0].Name != "a" {
 		t.Fatalf("got %v, %v; want lease a alone", got, err)
+	}
+}
+
+// TestEventOutlivesAnAPIServerShuttingDown: behind a load balancer, an
+// Event's create may reach an API server that is shutting down, which
+// refuses it without creating it (503, or 429 with Retry-After). The Event
+// is created once all the same; a refusal of another kind is not retried.
+func TestEventOutlivesAnAPIServerShuttingDown(t *testing.T) {
+	shuttingDown := []error{
+		apierrors.NewServiceUnavailable("apiserver is shutting down"),
+		apierrors.NewTooManyRequests("The apiserver is shutting down, please try again later.", 1),
+	}
+	for _, refusal := range shuttingDown {
+		cs := fake.NewClientset()
+		refused := 0
+		cs.PrependReactor("create", "events", func(action k8stesting.Action) (bool, runtime.Object, error) {
+			if refused < 2 {
+				refused++
+				return true, nil, refusal
+			}
+			ev := action.(k8stesting.CreateAction).GetObject().(*corev1.Event)
+			ev.Name = ev.GenerateName + ev.Reason // the fake has no generateName
+			return false, nil, nil
+		})
+		e := New(cs, Target{Namespace: "kube-system", Name: "kubeadmcfg-rollout"}, Options{})
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kubeadmcfg-rollout"}}
+		if err := e.Event(context.Background(), cm, corev1.EventTypeNormal, "NodeStarted", "cp-0 started"); err != nil {
+			t.Fatalf("%v: %v", refusal, err)
+		}
+		if err := e.NodeEvent(context.Background(), "cp-0", "u", "agent", corev1.EventTypeNormal, "KubeadmConfigInSync", "Check", "in sync"); err != nil {
+			t.Fatalf("%v: %v", refusal, err)
+		}
+		list, err := cs.CoreV1().Events("kube-system").List(context.Background(), metav1.ListOptions{})
+		if err != nil || len(list.Items) != 2 {
+			t.Fatalf("%v: want the two Events once each, got %d (%v)", refusal, len(list.Items), err)
+		}
+	}
+
+	cs := fake.NewClientset()
+	creates := 0
+	cs.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		creates++
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", errors.New("no"))
+	})
+	e := New(cs, Target{Namespace: "kube-system", Name: "kubeadmcfg-rollout"}, Options{})
+	if err := e.NodeEvent(context.Background(), "cp-0", "u", "agent", corev1.EventTypeNormal, "KubeadmConfigInSync", "Check", "in sync"); err == nil || creates != 1 {
+		t.Errorf("a forbidden create: %v after %d creates, want an error after one", err, creates)
 	}
 }
