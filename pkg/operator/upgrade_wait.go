@@ -212,7 +212,7 @@ func UpgradeEnded(rec *upgrade.Record, follow *upgrade.Agents) (done bool, err e
 	if f.node != "" {
 		nodes := p.WorkNodes()
 		for _, n := range nodes[slices.Index(nodes, f.node)+1:] {
-			if progressOf(a, n).Outcome == "" {
+			if a.Progress(n).Outcome == "" {
 				e.Untouched = append(e.Untouched, n)
 			}
 		}
@@ -281,8 +281,8 @@ func failureOf(rec *upgrade.Record) (f failure, ok bool) {
 	if retryBy == "" {
 		retryBy = firstName(p.WorkNodes())
 	}
-	f.progress = progressOf(a, f.node)
-	f.retrying = a.Resume > progressOf(a, retryBy).Attempt
+	f.progress = a.Progress(f.node)
+	f.retrying = a.Resume > a.Progress(retryBy).Attempt
 	return f, true
 }
 
@@ -303,16 +303,6 @@ func hostStepOf(p *upgrade.Plan, s upgrade.HostStatus) string {
 		}
 	}
 	return string(s)
-}
-
-// progressOf is node's progress, the zero one when none is recorded.
-func progressOf(a *upgrade.Agents, node string) upgrade.NodeProgress {
-	for _, n := range a.Nodes {
-		if n.Node == node {
-			return n
-		}
-	}
-	return upgrade.NodeProgress{Node: node}
 }
 
 // UpgradeSummary says where an upgrade the agents carry out stands in one

@@ -56,7 +56,7 @@ func (r *Record) TurnOf(node, self string) Turn {
 	if a == nil || p.Over(r.State) || p.Abort != nil && (r.State == p.Abort.Name || r.State == p.Abort.Failed) {
 		return Turn{}
 	}
-	progress := a.progress(node)
+	progress := a.Progress(node)
 	step := p.StepOf(r.State)
 	switch {
 	case step != nil && r.State == step.Name && step.Work == WorkKubelets:
@@ -127,7 +127,7 @@ func (r *Record) kubeletTurn(node, self string, a *Agents) Turn {
 			}
 			return Turn{Kind: TurnKubelet, Host: ks.Name, Lost: held}
 		case st == ks.Failed:
-			if a.Resume > a.progress(node).Attempt {
+			if a.Resume > a.Progress(node).Attempt {
 				return Turn{Kind: TurnKubelet, Host: ks.Name, Retry: true}
 			}
 			return Turn{}
@@ -165,8 +165,12 @@ func (p *Plan) isApplyStep(st *Step) bool {
 	return first != nil && first.Name == st.Name
 }
 
-// progress is node's progress, the zero one when none is recorded.
-func (a *Agents) progress(node string) NodeProgress {
+// Progress is node's progress, the zero one when none is recorded (or a
+// is nil: the upgrade is not the agents').
+func (a *Agents) Progress(node string) NodeProgress {
+	if a == nil {
+		return NodeProgress{Node: node}
+	}
 	for _, n := range a.Nodes {
 		if n.Node == node {
 			return n

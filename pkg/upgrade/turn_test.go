@@ -250,7 +250,7 @@ func TestAgentsRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(rec.Agents, back.Agents); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
-	if got := back.Agents.progress("cp-0").Message; got != "node cp-0: upgrading-control-plane-cp-0: phase control-plane failed: exit status 1; last output: [upgrade/staticpods] timed out" {
+	if got := back.Agents.Progress("cp-0").Message; got != "node cp-0: upgrading-control-plane-cp-0: phase control-plane failed: exit status 1; last output: [upgrade/staticpods] timed out" {
 		t.Errorf("message %q", got)
 	}
 	if _, err := back.Set(at(6), Aborting, "", false, "x"); err != nil {

@@ -87,7 +87,7 @@ func upgradeProgress(w io.Writer) func(*upgradestate.Record) {
 			return
 		}
 		for _, n := range rec.Agents.Nodes {
-			before := progressOf(last, n.Node)
+			before := last.Agents.Progress(n.Node)
 			if before.Step == n.Step && before.Phase == n.Phase && before.Outcome == n.Outcome && before.Attempt == n.Attempt {
 				continue
 			}
@@ -101,19 +101,6 @@ func upgradeProgress(w io.Writer) func(*upgradestate.Record) {
 			fmt.Fprintln(w, line)
 		}
 	}
-}
-
-// progressOf is node's progress in rec, the zero one when none is
-// recorded.
-func progressOf(rec *upgradestate.Record, node string) upgradestate.NodeProgress {
-	if rec.Agents != nil {
-		for _, n := range rec.Agents.Nodes {
-			if n.Node == node {
-				return n
-			}
-		}
-	}
-	return upgradestate.NodeProgress{Node: node}
 }
 
 // upgradeHint adds to the error a wait ended with the command that goes
