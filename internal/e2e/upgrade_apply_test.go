@@ -208,7 +208,9 @@ func TestUpgradeApplyPreflightRefusals(t *testing.T) {
 	})
 	refused("v1.37.2", "preflight: waiting for node "+n2+": its agent looks lost by the API server's clock: watching its Lease for up to 2s",
 		"node "+n2+": its agent is lost (last seen 2m", "its Lease did not change in the 2s watched)")
-	cp.setAgent(n2, func(l *coordinationv1.Lease) { l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &metav1.MicroTime{Time: time.Now()}, nil })
+	cp.setAgent(n2, func(l *coordinationv1.Lease) {
+		l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &metav1.MicroTime{Time: time.Now()}, nil
+	})
 
 	cp.publish(n0, nodestate.State{KubeadmVersions: readyState.KubeadmVersions, Etcd: &nodestate.EtcdHealth{Member: n0, Error: "etcdserver: request timed out"}})
 	refused("v1.37.2", "node "+n0+": its etcd member "+n0+" is not healthy: etcdserver: request timed out")

@@ -196,6 +196,16 @@ func (s *stepRun) run(jctx, wctx context.Context, phases []string) *phaseError {
 		if out, err := w.kubeadm(jctx, s.version, s.runner.ID, s.phaseArgs(phase)...); err != nil {
 			return &phaseError{phase: phase, err: err, output: out}
 		}
+		// kubeadm's own wait after a component's new manifest ends once
+		// the mirror Pod has the new hash and is Running, which a
+		// component that keeps exiting is between its restarts. The
+		// node's components are checked here, before the first node's
+		// upload-config makes a failure unrecoverable but forward.
+		if phase == phaseControlPlane {
+			if err := w.gate(jctx, s.version); err != nil {
+				return &phaseError{phase: phase, err: err}
+			}
+		}
 	}
 	if err := s.recordPhase(wctx, phaseGate); err != nil {
 		return &phaseError{phase: phaseGate, err: err}
