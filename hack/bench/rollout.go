@@ -139,7 +139,7 @@ func benchRollout(ctx context.Context, in inner, o rolloutOptions) error {
 	for i, n := range nodes.Nodes {
 		// The agents share the namespace's loopback: a metrics port each,
 		// 10 apart as the local nodes' components are.
-		metrics := fmt.Sprintf("127.0.0.1:%d", metricsPort+10*i)
+		metrics := fmt.Sprintf("127.0.0.1:%d", metricsPort+i)
 		p, err := startAgent(in.Plugin, nodes.Kubeconfig, n, append(b.nodeFlags(n), "--metrics-bind-address", metrics),
 			filepath.Join(in.Dir, "agent-"+n.Name+".log"))
 		if err != nil {
@@ -338,8 +338,10 @@ type idleAgent struct {
 	scraped    int // bytes of the last scrape
 }
 
-// metricsPort is the first agent's metrics port; the others follow.
-const metricsPort = 10268
+// metricsPort is the first agent's metrics port; the others follow. The
+// agent's default, 10268, is cp-2's kubelet's /healthz on the local control
+// plane (10248+10N).
+const metricsPort = 10300
 
 // scrapeEvery is how often the idle agents' metrics are read, as a
 // Prometheus scraping them every 15s would.

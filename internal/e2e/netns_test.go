@@ -17,6 +17,9 @@ func inOwnNetns(t *testing.T, timeout time.Duration) bool {
 	if testcluster.InTestNetns() {
 		return true
 	}
+	// Each runs in a process and a network namespace of its own: two can
+	// run side by side (go test -parallel, GOMAXPROCS by default).
+	t.Parallel()
 	start := time.Now()
 	err := testcluster.ReexecInNetns(context.Background(), "^"+t.Name()+"$", timeout, func(line string) { t.Log(line) })
 	t.Logf("%s in its network namespace took %s", t.Name(), time.Since(start).Round(time.Second))

@@ -180,8 +180,8 @@ func (c *agentUpgradeCluster) unitUpgradeAgent(t *testing.T, name string) *exec.
 	start, _ := u.Value("Service", "ExecStart")
 	_, argv := unitfile.Command(start)
 	argv = append(subst(argv), "--kubeconfig", c.Kubeconfig, "--node-name", name, "--stop-grace", "20s",
-		"--heartbeat-interval", agentHeartbeat.String(), "--cert-dir", filepath.Join(n.Root, "etc", "kubernetes", "pki"),
-		"--ignore-preflight-errors", strings.Join(upgradeIgnored, ","))
+		"--heartbeat-interval", agentHeartbeat.String(), "--metrics-bind-address", metricsAddr(name),
+		"--cert-dir", filepath.Join(n.Root, "etc", "kubernetes", "pki"), "--ignore-preflight-errors", strings.Join(upgradeIgnored, ","))
 	argv = append(argv, systemdIdentity(name)...)
 	harness, err := filepath.Rel(n.Root, filepath.Dir(n.FaultsDir))
 	if err != nil || strings.HasPrefix(harness, "..") {
