@@ -80,16 +80,25 @@ func (e *Engine) NodeEvent(ctx context.Context, node string, uid types.UID, inst
 	return nil
 }
 
-// createEvent creates ev, again after a refusal that says the API server
-// did not create it because it is shutting down (503, or 429 with
-// Retry-After), as one behind a load balancer may be while it restarts:
-// never after an error that leaves open whether it was created, which
-// would record the Event twice. ctx bounds the attempts.
+// createEvent creates ev, again should an API server that is shutting
+// down refuse it (refusedRetry).
 func (e *Engine) createEvent(ctx context.Context, ev *corev1.Event) error {
+	return refusedRetry(ctx, func() error {
+		_, err := e.client.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{FieldManager: managed.By})
+		return err
+	})
+}
+
+// refusedRetry calls call, again after a refusal that says the API server
+// did not act on it because it is shutting down (503, or 429 with
+// Retry-After), as one behind a load balancer may be while it restarts:
+// never after an error that leaves open whether it acted, which would
+// record an Event twice. A few attempts, within ctx.
+func refusedRetry(ctx context.Context, call func() error) error {
 	const attempts = 4
 	var err error
 	for i := range attempts {
-		if _, err = e.client.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{FieldManager: managed.By}); err == nil {
+		if err = call(); err == nil {
 			return nil
 		}
 		if !apierrors.IsServiceUnavailable(err) && !apierrors.IsTooManyRequests(err) || i == attempts-1 {

@@ -58,7 +58,11 @@ func (e *Engine) Node(ctx context.Context, name string) (*corev1.Node, error) {
 func (e *Engine) NodeCondition(ctx context.Context, node string, t corev1.NodeConditionType) (*corev1.NodeCondition, types.UID, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
-	list, err := e.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", node).String()})
+	var list *corev1.NodeList
+	err := refusedRetry(ctx, func() (err error) {
+		list, err = e.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", node).String()})
+		return err
+	})
 	if err != nil {
 		return nil, "", APIError(err, "list", "nodes")
 	}
@@ -80,7 +84,8 @@ func (e *Engine) NodeCondition(ctx context.Context, node string, t corev1.NodeCo
 // field: a strategic merge patch of status.conditions, keyed by type, as
 // node-problem-detector writes its own, so that the kubelet's conditions
 // and anyone else's stay as they are (patch on nodes/status). It returns
-// the Node's UID, for its Events.
+// the Node's UID, for its Events. The read and the write are tried again
+// when an API server that is shutting down refuses them.
 func (e *Engine) SetNodeCondition(ctx context.Context, node string, c corev1.NodeCondition) (types.UID, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
@@ -88,8 +93,12 @@ func (e *Engine) SetNodeCondition(ctx context.Context, node string, c corev1.Nod
 	if err != nil {
 		return "", err
 	}
-	n, err := e.client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch,
-		metav1.PatchOptions{FieldManager: managed.By}, "status")
+	var n *corev1.Node
+	err = refusedRetry(ctx, func() (err error) {
+		n, err = e.client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch,
+			metav1.PatchOptions{FieldManager: managed.By}, "status")
+		return err
+	})
 	if err != nil {
 		return "", APIError(err, "patch", "the status of node "+node)
 	}

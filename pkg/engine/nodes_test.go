@@ -8,8 +8,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
@@ -47,6 +50,32 @@ func TestSetNodeConditionKeepsTheOthers(t *testing.T) {
 	}
 	if _, _, err := e.NodeCondition(ctx, "cp-9", "KubeadmConfigOutOfDate"); exitcode.FromError(err) != exitcode.NotFound {
 		t.Errorf("a node that does not exist: got %v (exit %d), want exit 5", err, exitcode.FromError(err))
+	}
+}
+
+// An API server shutting down behind the load balancer refuses the read
+// and the write of the condition once each (503): both go through.
+func TestNodeConditionOutlivesAnAPIServerShuttingDown(t *testing.T) {
+	cs := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp-0", UID: "n0"}})
+	refused := map[string]bool{}
+	cs.PrependReactor("*", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if !refused[action.GetVerb()] {
+			refused[action.GetVerb()] = true
+			return true, nil, apierrors.NewServiceUnavailable("apiserver is shutting down")
+		}
+		return false, nil, nil
+	})
+	e := New(cs, Target{Namespace: "kube-system", Name: "kubeadmcfg-rollout"}, Options{Timeout: 5 * time.Second})
+	ctx := context.Background()
+	if _, uid, err := e.NodeCondition(ctx, "cp-0", "KubeadmConfigOutOfDate"); err != nil || uid != "n0" {
+		t.Fatalf("read: %q %v", uid, err)
+	}
+	c := corev1.NodeCondition{Type: "KubeadmConfigOutOfDate", Status: corev1.ConditionFalse, Reason: "InSync"}
+	if _, err := e.SetNodeCondition(ctx, "cp-0", c); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	if !refused["list"] || !refused["patch"] {
+		t.Fatalf("the fake refused %v; want the list and the patch refused once", refused)
 	}
 }
 
