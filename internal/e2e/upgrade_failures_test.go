@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -123,7 +124,7 @@ func TestUpgradeFailuresByAgents(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 			}
 			c.startUpgradeAgent(t, "cp-2")
-			c.waitFor(t, "upgraded-control-plane-cp-2", time.Now().Add(10*time.Minute))
+			c.waitReached(t, "upgraded-control-plane-cp-2", time.Now().Add(10*time.Minute))
 			c.waitLog(t, "cp-2", "takes over from")
 		}},
 		{"cp-1's kubelet step fails: recorded by itself, and nothing goes on until upgrade-resume", func(t *testing.T, c *agentUpgradeCluster) {
@@ -252,6 +253,24 @@ func (c *agentUpgradeCluster) waitFor(t *testing.T, state upgradestate.State, de
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the upgrade is not in %s by %s; states seen: %s", state, deadline.Format(time.TimeOnly), c.seenStates())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// waitReached waits until the record's history shows the upgrade entered
+// state, by deadline: a state the next node's agent leaves at once may
+// never be seen as the current one.
+func (c *agentUpgradeCluster) waitReached(t *testing.T, state upgradestate.State, deadline time.Time) *upgradestate.Record {
+	t.Helper()
+	for {
+		if rec := c.tryRecord(); rec != nil && slices.ContainsFunc(rec.History, func(tr upgradestate.Transition) bool {
+			return tr.To == string(state) && tr.Host == ""
+		}) {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the upgrade did not reach %s by %s; states seen: %s", state, deadline.Format(time.TimeOnly), c.seenStates())
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
