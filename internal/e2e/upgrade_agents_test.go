@@ -124,29 +124,6 @@ func (c *agentUpgradeCluster) startUpgradeAgent(t *testing.T, name string) *agen
 	return c.runAgent(t, name, cmd)
 }
 
-// waitState waits until the upgrade is in state, and fails the test on a
-// failed state.
-func (c *agentUpgradeCluster) waitState(t *testing.T, state upgradestate.State, within time.Duration) *upgradestate.Record {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		cm, err := c.client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), upgradestate.DefaultConfigMap, metav1.GetOptions{})
-		if err == nil {
-			rec, _, err := upgradestate.FromConfigMap(cm)
-			if err == nil && rec.State == state {
-				return rec
-			}
-			if err == nil && rec.PlanOf().Failed(rec.State) && !rec.PlanOf().Failed(state) {
-				t.Fatalf("the upgrade failed: %s: %s\nstates seen: %s", rec.State, rec.Reason, c.seenStates())
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the upgrade is not in %s after %s; states seen: %s", state, within, c.seenStates())
-		}
-		time.Sleep(time.Second)
-	}
-}
-
 func (c *agentUpgradeCluster) seenStates() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
