@@ -129,8 +129,9 @@ func TestUpgradeFailuresByAgents(t *testing.T) {
 		}},
 		{"cp-1's kubelet step fails: recorded by itself, and nothing goes on until upgrade-resume", func(t *testing.T, c *agentUpgradeCluster) {
 			rec := c.waitHost(t, "cp-1", "upgrading-kubelet-failed", time.Now().Add(5*time.Minute))
-			if !strings.Contains(rec.Reason, "node cp-1") || !strings.Contains(rec.Reason, "phase kubelet") {
-				t.Errorf("the failure does not name cp-1 and its kubelet step: %s", rec.Reason)
+			// A host's failure is the node's, beside the state's own reason.
+			if p := rec.Agents.Progress("cp-1"); p.Outcome != upgradestate.NodeFailed || !strings.Contains(p.Message, "node cp-1: upgrading-kubelet: phase kubelet failed") {
+				t.Errorf("cp-1's progress does not record its kubelet step's failure: %+v", p)
 			}
 			time.Sleep(5 * agentHeartbeat)
 			rec = c.record(t)
