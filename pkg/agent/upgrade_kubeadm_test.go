@@ -27,7 +27,7 @@ func TestKubeadmPhaseRunAgainInTheSameSecond(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := "#!/bin/sh\nmkdir \"" + tmp + "/kubeadm-kubelet-config-$(date +%Y-%m-%d-%H-%M-%S)\" || exit 1\n"
-	if err := os.WriteFile(filepath.Join(bin, "v1.37.2", "kubeadm"), []byte(script), 0o755); err != nil { //nolint:gosec // the test's own stand-in
+	if err := os.WriteFile(filepath.Join(bin, "v1.37.2", "kubeadm"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
