@@ -71,6 +71,7 @@ echo "# (--kubeadm-template), how its kubelet is installed and restarted, where 
 echo "# configuration and certificates are, and SystemVerification ignored (a node's root has no"
 echo "# /proc or /sys for kubeadm to check). Each logs to $1/agent-NODE.log, and serves its metrics on a"
 echo "# port of its own: the nodes share a loopback, where node I's kubelet answers on 10248+10I"
+echo "# (the agent's default, 10268, is cp-2's)"
 for i in "${!nodes[@]}"; do
 	step "TMPDIR=\"\$LOCALCLUSTER_${i}_DIR/tmp\" kubectl kubeadmcfg agent --node-name ${nodes[i]} --manifests-dir \"\$LOCALCLUSTER_${i}_MANIFESTS\" \\
     --patches \"\$LOCALCLUSTER_${i}_PATCHES\" --backup-dir \"\$LOCALCLUSTER_${i}_DIR/etc/kubernetes/kubeadmcfg/backups\" \\

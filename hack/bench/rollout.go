@@ -285,8 +285,11 @@ type idleAgent struct {
 	scraped    int // bytes of the last scrape
 }
 
-// metricsPort is the first agent's metrics port; the others follow.
-const metricsPort = 10268
+// metricsPort is the first agent's metrics port; the others follow, 10
+// apart. The agents share the namespace's loopback with the nodes'
+// components and kubelets: node I's kubelet answers /healthz on 10248+10I,
+// so the agent's default, 10268, is cp-2's kubelet's.
+const metricsPort = 10300
 
 // scrapeEvery is how often the idle agents' metrics are read, as a
 // Prometheus scraping them every 15s would.

@@ -43,12 +43,6 @@ import (
 // upgradeMain runs the bench in its namespaces and returns the exit code.
 func upgradeMain() int { return namespacedMain("upgrade", benchUpgrade) }
 
-// upgradeMetricsPort is the first agent's metrics port; the others follow,
-// 10 apart. The agents share the namespace's loopback with the nodes'
-// components and kubelets: node I's kubelet answers /healthz on
-// 10248+10I, where the rollout bench's agents serve their metrics.
-const upgradeMetricsPort = 10300
-
 // upgradeBench is the bench's cluster and agents.
 type upgradeBench struct {
 	in     inner
@@ -79,8 +73,9 @@ func benchUpgrade(ctx context.Context, in inner) error {
 	}
 	b := &upgradeBench{in: in, nodes: nodes, client: client}
 	for i, n := range nodes.Nodes {
+		// A metrics port each (rollout.go's metricsPort).
 		flags := append(nodeFlags(nodes, n, in.Dir), upgradeFlags(n)...)
-		flags = append(flags, "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", upgradeMetricsPort+10*i))
+		flags = append(flags, "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort+10*i))
 		// The agent renders with the node's kubeadm through the template,
 		// which runs it in the node's root: what it hands kubeadm must be
 		// under the root.
