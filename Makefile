@@ -21,16 +21,17 @@ test: testbin ## Unit and e2e tests against the real control plane
 test-unit: ## Unit tests only (no control plane)
 	go test -short ./...
 
-demo: build testbin ## Run the plugin against a local control plane (left running), then a rollout over three nodes (stopped)
+demo: build testbin ## Run the plugin against a local control plane (left running), then a rollout over three nodes and an upgrade of three by their agents (stopped)
 	hack/demo.sh
 
 demo-down: ## Stop the control plane the demo leaves running
 	go run ./hack/localcluster down --dir _output/demo
 
-bench: testbin ## Contention, speed and rollout benchmarks on a real control plane (prints tables)
+bench: testbin ## Contention, speed, rollout and upgrade benchmarks on a real control plane (prints tables)
 	go run ./hack/bench contention
 	go run ./hack/bench speed
 	go run ./hack/bench rollout
+	go run ./hack/bench upgrade
 
 lint: ## golangci-lint (version pinned in hack/tools/lint)
 	$$(hack/tools.sh golangci-lint) run ./...
@@ -54,4 +55,4 @@ difffuzz: testbin ## Mutate corpus files and compare validate's verdict with the
 	go run ./hack/difffuzz -n $(or $(N),400) -seed $(or $(SEED),1)
 
 clean: demo-down ## Remove build output (keeps the built control-plane binaries)
-	rm -rf _output/bin _output/demo _output/demo-ha dist
+	rm -rf _output/bin _output/demo _output/demo-ha _output/demo-upgrade dist

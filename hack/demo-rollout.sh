@@ -68,10 +68,11 @@ step 'kubectl get nodes'
 
 echo
 echo "# an agent on every node: the plugin with the node's flags, as reconfigure takes them;"
-echo "# each logs to $1/agent-NODE.log, and serves its metrics on a port of its own (they share a loopback)"
+echo "# each logs to $1/agent-NODE.log, and serves its metrics on a port of its own: the nodes share a"
+echo "# loopback, where node I's kubelet answers on 10248+10I (the agent's default, 10268, is cp-2's)"
 for i in "${!nodes[@]}"; do
 	step "kubectl kubeadmcfg agent --node-name ${nodes[i]} --manifests-dir \"\$LOCALCLUSTER_${i}_MANIFESTS\" --patches \"\$LOCALCLUSTER_${i}_PATCHES\" \\
-    --backup-dir \"\$LOCALCLUSTER_${i}_DIR/etc/kubernetes/kubeadmcfg/backups\" --metrics-bind-address 127.0.0.1:$((10300 + i)) 2>agent-${nodes[i]}.log &"
+    --backup-dir \"\$LOCALCLUSTER_${i}_DIR/etc/kubernetes/kubeadmcfg/backups\" --metrics-bind-address 127.0.0.1:$((10300 + 10 * i)) 2>agent-${nodes[i]}.log &"
 	agents+=("$!")
 done
 until_nodes .inSync yes

@@ -55,10 +55,16 @@ go build -o _output/bin/localcluster ./hack/localcluster
 echo "\$ localcluster run --nodes 3 --dir _output/demo-ha -- hack/demo-rollout.sh _output/demo-ha"
 _output/bin/localcluster run --nodes 3 --dir _output/demo-ha -- hack/demo-rollout.sh _output/demo-ha
 
+echo; echo "# an upgrade: three kubeadm control-plane nodes at v1.36.3, whose agents upgrade them to v1.37.2;"
+echo "# the second node fails late, as in the seed's story, and is resumed once its cause is fixed"
+echo "\$ localcluster run --nodes 3 --etcd stacked --kubernetes-version v1.36.3 --dir _output/demo-upgrade -- hack/demo-upgrade.sh _output/demo-upgrade"
+_output/bin/localcluster run --nodes 3 --etcd stacked --kubernetes-version v1.36.3 --dir _output/demo-upgrade -- hack/demo-upgrade.sh _output/demo-upgrade
+
 cat <<EOT
 
-The three-node control plane stopped with its part of the demo; its files and
-the agents' logs are in _output/demo-ha. The single-node one keeps running.
+The three-node control planes stopped with their parts of the demo; their
+files and the agents' logs are in _output/demo-ha and _output/demo-upgrade.
+The single-node one keeps running.
 Point kubectl at it, and stop it, with:
   export PATH=${PWD}/_output/bin:\$PATH KUBECONFIG=${KUBECONFIG}
   make demo-down

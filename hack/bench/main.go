@@ -5,9 +5,11 @@
 //	go run ./hack/bench speed        # one patch: plugin process vs kubectl patch
 //	go run ./hack/bench contention   # W concurrent writers: plugin vs baselines
 //	go run ./hack/bench rollout      # a rollout over 3 nodes: hand-offs, vs reconfigure, an idle agent
+//	go run ./hack/bench upgrade      # an upgrade of 3 nodes by their agents: steps, hand-offs, vs kubeadm's runs
 //
-// rollout runs in namespaces of its own, on the 3-node local control plane
-// of hack/localcluster (testcluster.StartLocal): see rollout.go.
+// rollout and upgrade run in namespaces of their own, on the 3-node local
+// control plane of hack/localcluster (testcluster.StartLocal): see
+// rollout.go and upgrade.go.
 package main
 
 import (
@@ -24,7 +26,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench speed|contention|rollout [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench speed|contention|rollout|upgrade [flags]")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
@@ -38,8 +40,11 @@ func main() {
 	idle := fs.Duration("idle", time.Minute, "rollout: how long the idle agents are watched")
 	_ = fs.Parse(os.Args[2:])
 
-	if mode == "rollout" {
+	switch mode {
+	case "rollout":
 		os.Exit(rolloutMain(rolloutOptions{Rounds: *rounds, Idle: *idle}))
+	case "upgrade":
+		os.Exit(upgradeMain())
 	}
 	if err := run(mode, *fsync, *runs, *writersFlag, *formsFlag, *patches); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)

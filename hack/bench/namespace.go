@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +12,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
 )
 
-// The rollout bench runs, as hack/localcluster run does, as the first
+// The rollout and upgrade benches run, as hack/localcluster run does, as the first
 // process of new user, network, PID and mount namespaces: the local control
 // plane needs node addresses, which exist only there, every connection the
 // bench makes stays inside, and whatever it started dies with it. Outside,
@@ -21,6 +22,59 @@ import (
 // innerEnv carries the settings to the process in the namespaces, and tells
 // it that it is that process.
 const innerEnv = "KUBEADMCFG_BENCH_INNER"
+
+// namespacedMain runs bench, named name, in namespaces of its own, and
+// returns the exit code: outside them it builds the plugin, finds the
+// control-plane binaries, and starts itself again in them, where it runs
+// bench.
+func namespacedMain(name string, bench func(ctx context.Context, in inner) error) int {
+	in, err := innerSpec()
+	if err == nil && in == nil {
+		var code int
+		code, err = outside(name)
+		if err == nil {
+			return code
+		}
+	}
+	if err == nil {
+		if err = mountProc(); err == nil {
+			err = bench(context.Background(), *in)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		return 1
+	}
+	return 0
+}
+
+// outside builds the plugin and finds the control-plane binaries, then
+// runs the bench in its namespaces. It keeps the bench's directory when
+// the bench fails.
+func outside(name string) (int, error) {
+	root, err := testcluster.RepoRoot()
+	if err != nil {
+		return 0, err
+	}
+	dir, err := os.MkdirTemp("", "kubeadmcfg-bench-"+name+"-")
+	if err != nil {
+		return 0, err
+	}
+	plugin, err := buildPlugin(root, dir)
+	if err != nil {
+		return 0, err
+	}
+	bins, err := testcluster.FindBinaries()
+	if err != nil {
+		return 0, err
+	}
+	code, err := startInNamespaces(inner{Bins: bins, Plugin: plugin, Dir: dir})
+	if err != nil || code != 0 {
+		fmt.Fprintf(os.Stderr, "the cluster's and the agents' logs are in %s\n", dir)
+		return code, err
+	}
+	return 0, os.RemoveAll(dir)
+}
 
 // inner is what the process in the namespaces needs besides its flags.
 type inner struct {

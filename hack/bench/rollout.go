@@ -44,55 +44,9 @@ type rolloutOptions struct {
 	Idle   time.Duration
 }
 
-// rolloutMain runs the bench and returns the exit code: outside the
-// namespaces it builds what is needed and starts itself again in them.
+// rolloutMain runs the bench in its namespaces and returns the exit code.
 func rolloutMain(o rolloutOptions) int {
-	in, err := innerSpec()
-	if err == nil && in == nil {
-		var code int
-		code, err = rolloutOutside()
-		if err == nil {
-			return code
-		}
-	}
-	if err == nil {
-		if err = mountProc(); err == nil {
-			err = benchRollout(context.Background(), *in, o)
-		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		return 1
-	}
-	return 0
-}
-
-// rolloutOutside builds the plugin and finds the control-plane binaries,
-// then runs the bench in its namespaces. It keeps the bench's directory
-// when the bench fails.
-func rolloutOutside() (int, error) {
-	root, err := testcluster.RepoRoot()
-	if err != nil {
-		return 0, err
-	}
-	dir, err := os.MkdirTemp("", "kubeadmcfg-bench-rollout-")
-	if err != nil {
-		return 0, err
-	}
-	plugin, err := buildPlugin(root, dir)
-	if err != nil {
-		return 0, err
-	}
-	bins, err := testcluster.FindBinaries()
-	if err != nil {
-		return 0, err
-	}
-	code, err := startInNamespaces(inner{Bins: bins, Plugin: plugin, Dir: dir})
-	if err != nil || code != 0 {
-		fmt.Fprintf(os.Stderr, "the cluster's and the agents' logs are in %s\n", dir)
-		return code, err
-	}
-	return 0, os.RemoveAll(dir)
+	return namespacedMain("rollout", func(ctx context.Context, in inner) error { return benchRollout(ctx, in, o) })
 }
 
 // rolloutBench is the bench's cluster, agents and observations.
@@ -139,8 +93,8 @@ func benchRollout(ctx context.Context, in inner, o rolloutOptions) error {
 	for i, n := range nodes.Nodes {
 		// The agents share the namespace's loopback: a metrics port each,
 		// 10 apart as the local nodes' components are.
-		metrics := fmt.Sprintf("127.0.0.1:%d", metricsPort+i)
-		p, err := startAgent(in.Plugin, nodes.Kubeconfig, n, append(b.nodeFlags(n), "--metrics-bind-address", metrics),
+		metrics := fmt.Sprintf("127.0.0.1:%d", metricsPort+10*i)
+		p, err := startAgent(in.Plugin, nodes.Kubeconfig, n, append(nodeFlags(nodes, n, in.Dir), "--metrics-bind-address", metrics), nil,
 			filepath.Join(in.Dir, "agent-"+n.Name+".log"))
 		if err != nil {
 			return err
@@ -181,13 +135,6 @@ func benchRollout(ctx context.Context, in inner, o rolloutOptions) error {
 	}
 	printRollout(rounds, idle, versions, watches)
 	return nil
-}
-
-// nodeFlags are the node flags of node n, as an agent and reconfigure take
-// them.
-func (b *rolloutBench) nodeFlags(n *testcluster.Node) []string {
-	return []string{"--node-name", n.Name, "--manifests-dir", n.ManifestsDir, "--patches", n.PatchesDir,
-		"--kubeadm", b.nodes.Bins.Kubeadm, "--backup-dir", filepath.Join(b.in.Dir, "backups-"+n.Name)}
 }
 
 // plugin runs the plugin and returns how long it took.
@@ -274,7 +221,7 @@ func (b *rolloutBench) reconfigureRound(ctx context.Context) ([]time.Duration, e
 	}
 	var took []time.Duration
 	for _, n := range b.nodes.Nodes {
-		d, err := b.plugin(ctx, append([]string{"reconfigure"}, b.nodeFlags(n)...)...)
+		d, err := b.plugin(ctx, append([]string{"reconfigure"}, nodeFlags(b.nodes, n, b.in.Dir)...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -338,9 +285,10 @@ type idleAgent struct {
 	scraped    int // bytes of the last scrape
 }
 
-// metricsPort is the first agent's metrics port; the others follow. The
-// agent's default, 10268, is cp-2's kubelet's /healthz on the local control
-// plane (10248+10N).
+// metricsPort is the first agent's metrics port; the others follow, 10
+// apart. The agents share the namespace's loopback with the nodes'
+// components and kubelets: node I's kubelet answers /healthz on 10248+10I,
+// so the agent's default, 10268, is cp-2's kubelet's.
 const metricsPort = 10300
 
 // scrapeEvery is how often the idle agents' metrics are read, as a

@@ -44,15 +44,23 @@ type stamped struct {
 	text string
 }
 
-// startAgent runs the plugin's agent of node with its node flags; what it
-// logs goes to log too.
-func startAgent(plugin, kubeconfig string, n *testcluster.Node, flags []string, log string) (*agentProc, error) {
+// nodeFlags are the node flags of node n of nodes, as an agent and
+// reconfigure take them; its backups go to dir.
+func nodeFlags(nodes *testcluster.Nodes, n *testcluster.Node, dir string) []string {
+	return []string{"--node-name", n.Name, "--manifests-dir", n.ManifestsDir, "--patches", n.PatchesDir,
+		"--kubeadm", nodes.Bins.Kubeadm, "--backup-dir", filepath.Join(dir, "backups-"+n.Name)}
+}
+
+// startAgent runs the plugin's agent of node with its node flags, and env
+// added to the bench's environment; what it logs goes to log too.
+func startAgent(plugin, kubeconfig string, n *testcluster.Node, flags, env []string, log string) (*agentProc, error) {
 	f, err := os.Create(log)
 	if err != nil {
 		return nil, err
 	}
 	p := &agentProc{node: n.Name, done: make(chan struct{})}
 	p.cmd = exec.Command(plugin, append([]string{"agent", "--kubeconfig", kubeconfig}, flags...)...)
+	p.cmd.Env = append(os.Environ(), env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		return nil, err

@@ -22,6 +22,9 @@ type upgrades struct {
 
 	waiting string // why the node's turn waits, as last said
 	refused int    // writes the API refused in a row
+	// ended is when each kubeadm command line (its words, as "upgrade
+	// node phase kubelet-config") last ended on the node: see kubeadm.
+	ended map[string]time.Time
 }
 
 // do takes the node's turn in the upgrade as last seen, if it has one.

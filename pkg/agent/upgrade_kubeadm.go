@@ -88,12 +88,32 @@ func (a *Agent) kubeadmVersions(ctx context.Context) []string {
 // records the process in the run id's runner (so that a later agent of the
 // node knows whether it still runs), and returns the last lines of its
 // output with an error when it fails.
+//
+// kubeadm names the directory a phase makes in /etc/kubernetes/tmp (its
+// backups, kubeadm-kubelet-config-2006-01-02-15-04-05) by the second it
+// runs in, and fails when it exists: a phase run again in the second its
+// last run ended in (upgrade-resume at once after a failure) first waits
+// for the next second.
 func (w *upgrades) kubeadm(ctx context.Context, version, id string, args ...string) (string, error) {
 	a := w.a
 	bin := a.kubeadmOf(version)
 	if _, err := os.Stat(bin); err != nil {
 		return "", fmt.Errorf("no kubeadm %s on this node: %w", version, err)
 	}
+	line := strings.Join(words(args), " ")
+	if last, ok := w.ended[line]; ok {
+		select {
+		case <-time.After(time.Until(last.Truncate(time.Second).Add(time.Second))):
+		case <-ctx.Done():
+			return "", fmt.Errorf("kubeadm was interrupted: %w", ctx.Err())
+		}
+	}
+	defer func() {
+		if w.ended == nil {
+			w.ended = map[string]time.Time{}
+		}
+		w.ended[line] = time.Now()
+	}()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	tail := &upgradestate.Tail{}
 	cmd.Stdout, cmd.Stderr = tail, tail
@@ -111,12 +131,12 @@ func (w *upgrades) kubeadm(ctx context.Context, version, id string, args ...stri
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
-		a.info("Kubeadm", "kubeadm %s: done in %s", strings.Join(words(args), " "), time.Since(start).Round(100*time.Millisecond))
+		a.info("Kubeadm", "kubeadm %s: done in %s", line, time.Since(start).Round(100*time.Millisecond))
 		return out, nil
 	case ctx.Err() != nil:
 		return out, fmt.Errorf("kubeadm was interrupted: %w", ctx.Err())
 	case errors.As(err, &exit):
-		return out, fmt.Errorf("kubeadm %s exited with %s", strings.Join(words(args), " "), exit.ProcessState)
+		return out, fmt.Errorf("kubeadm %s exited with %s", line, exit.ProcessState)
 	}
 	return out, err
 }
