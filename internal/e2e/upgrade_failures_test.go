@@ -110,12 +110,15 @@ func TestUpgradeFailuresByAgents(t *testing.T) {
 			wantExit(t, run(t, "kubectl", "kubeadmcfg", "upgrade-resume"), 0)
 			c.waitPhase(t, "cp-2", "control-plane", 10*time.Minute)
 			time.Sleep(3 * time.Second) // into kubeadm's control-plane phase
+			root := c.node(t, "cp-2").Root
+			if len(kubeadmsOf(root)) == 0 {
+				t.Fatal("no kubeadm runs on cp-2 in its control-plane phase: killing its agent now would show nothing")
+			}
 			if r := c.kill(t, "cp-2", syscall.SIGKILL); r.code != -1 {
 				t.Fatalf("cp-2's agent was not killed: %s", r)
 			}
 			// The kernel ends the agent's kubeadm with it: none runs for the
 			// node while it has no agent.
-			root := c.node(t, "cp-2").Root
 			deadline := time.Now().Add(10 * time.Second)
 			for len(kubeadmsOf(root)) > 0 {
 				if time.Now().After(deadline) {
