@@ -172,6 +172,7 @@ func (s *stepRun) run(jctx, wctx context.Context, phases []string) *phaseError {
 		return &phaseError{phase: phases[0], err: err}
 	}
 	s.config = config
+	settled := false // the components were seen at the target, settled, after control-plane
 	for i, phase := range phases {
 		if i > 0 {
 			if err := s.recordPhase(wctx, phase); err != nil {
@@ -202,15 +203,23 @@ func (s *stepRun) run(jctx, wctx context.Context, phases []string) *phaseError {
 		// node's components are checked here, before the first node's
 		// upload-config makes a failure unrecoverable but forward.
 		if phase == phaseControlPlane {
-			if err := w.gate(jctx, s.version); err != nil {
+			if err := w.gate(jctx, s.version, 0); err != nil {
 				return &phaseError{phase: phase, err: err}
 			}
+			settled = true
 		}
 	}
 	if err := s.recordPhase(wctx, phaseGate); err != nil {
 		return &phaseError{phase: phaseGate, err: err}
 	}
-	if err := w.gate(jctx, s.version); err != nil {
+	// The phases after control-plane touch no static Pod: once the
+	// components were seen settled after it, one healthy look at each is
+	// enough here.
+	settle := time.Duration(0)
+	if settled {
+		settle = -1
+	}
+	if err := w.gate(jctx, s.version, settle); err != nil {
 		return &phaseError{phase: phaseGate, err: err}
 	}
 	a.info("UpgradeStep", "node %s runs %s on every component, healthy", a.cfg.Name, s.version)
@@ -359,10 +368,14 @@ func (w *upgrades) putBack(ctx context.Context, version string) error {
 
 // gate waits until the node's control plane runs version, healthy, and
 // its etcd member is back in a healthy cluster: only then may the next
-// node begin.
-func (w *upgrades) gate(ctx context.Context, version string) error {
+// node begin. settle is how long each component's probe must keep
+// answering (controlplane.Options.Settle: 0 its default, negative one
+// answer).
+func (w *upgrades) gate(ctx context.Context, version string, settle time.Duration) error {
 	a := w.a
-	if err := controlplane.WaitVersion(ctx, a.cfg.ManifestsDir, a.components(), version, a.gateOptions(a.cfg.Wait)); err != nil {
+	opts := a.gateOptions(a.cfg.Wait)
+	opts.Settle = settle
+	if err := controlplane.WaitVersion(ctx, a.cfg.ManifestsDir, a.components(), version, opts); err != nil {
 		return err
 	}
 	client, err := a.etcdClient()
