@@ -200,8 +200,9 @@ func (s *stepRun) run(jctx, wctx context.Context, phases []string) *phaseError {
 		// kubeadm's own wait after a component's new manifest ends once
 		// the mirror Pod has the new hash and is Running, which a
 		// component that keeps exiting is between its restarts. The
-		// node's components are checked here, before the first node's
-		// upload-config makes a failure unrecoverable but forward.
+		// node's components are checked here: on the first node this
+		// comes before upload-config, after which a failure is only
+		// recovered forward.
 		if phase == phaseControlPlane {
 			if err := w.gate(jctx, s.version, 0); err != nil {
 				return &phaseError{phase: phase, err: err}
