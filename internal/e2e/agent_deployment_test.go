@@ -370,14 +370,7 @@ func (d *docCluster) unitAgent(t *testing.T, name, kubeconfig string) *exec.Cmd 
 		}
 		return out
 	}
-	for _, pre := range u.Values("Service", "ExecStartPre") {
-		_, argv := unitfile.Command(pre)
-		argv = subst(argv)
-		wantExit(t, run(t, argv[0], argv[1:]...), 0)
-	}
-	start, _ := u.Value("Service", "ExecStart")
-	_, argv := unitfile.Command(start)
-	argv = append(subst(argv), "--kubeconfig", kubeconfig, "--node-name", name, "--wait", docAgentWait.String(),
+	argv := append(unitStart(t, u, subst), "--kubeconfig", kubeconfig, "--node-name", name, "--wait", docAgentWait.String(),
 		"--stop-grace", "20s", "--heartbeat-interval", agentHeartbeat.String(), "--metrics-bind-address", metricsAddr(name))
 
 	script := []string{`set -eu`, `etc=$1; shift`, `stage=$(mktemp -d)`, `mount --bind "$etc" "$stage"`,
@@ -611,4 +604,19 @@ func docBeyondRollback(t *testing.T, d *docCluster) {
 	if !found {
 		t.Errorf("rollout status does not show cp-0 RollbackFailed:\n%s", r.stdout)
 	}
+}
+
+// unitStart runs unit u's ExecStartPre lines, as systemd runs them before
+// its ExecStart, and returns ExecStart's command line; subst maps the
+// node's paths in each to the test's.
+func unitStart(t *testing.T, u *unitfile.Unit, subst func([]string) []string) []string {
+	t.Helper()
+	for _, pre := range u.Values("Service", "ExecStartPre") {
+		_, argv := unitfile.Command(pre)
+		argv = subst(argv)
+		wantExit(t, run(t, argv[0], argv[1:]...), 0)
+	}
+	start, _ := u.Value("Service", "ExecStart")
+	_, argv := unitfile.Command(start)
+	return subst(argv)
 }

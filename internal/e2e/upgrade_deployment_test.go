@@ -172,14 +172,7 @@ func (c *agentUpgradeCluster) unitUpgradeAgent(t *testing.T, name string) *exec.
 		}
 		return out
 	}
-	for _, pre := range u.Values("Service", "ExecStartPre") {
-		_, argv := unitfile.Command(pre)
-		argv = subst(argv)
-		wantExit(t, run(t, argv[0], argv[1:]...), 0)
-	}
-	start, _ := u.Value("Service", "ExecStart")
-	_, argv := unitfile.Command(start)
-	argv = append(subst(argv), "--kubeconfig", c.Kubeconfig, "--node-name", name, "--stop-grace", "20s",
+	argv := append(unitStart(t, u, subst), "--kubeconfig", c.Kubeconfig, "--node-name", name, "--stop-grace", "20s",
 		"--heartbeat-interval", agentHeartbeat.String(), "--metrics-bind-address", metricsAddr(name),
 		"--cert-dir", filepath.Join(n.Root, "etc", "kubernetes", "pki"), "--ignore-preflight-errors", strings.Join(upgradeIgnored, ","))
 	argv = append(argv, systemdIdentity(name)...)
