@@ -81,19 +81,30 @@ func (e *Engine) NodeEvent(ctx context.Context, node string, uid types.UID, inst
 }
 
 // createEvent creates ev, again should an API server that is shutting
-// down refuse it (refusedRetry).
+// down refuse it (refusedRetry). The name is chosen here, once, not by the
+// server (generateName): a 503 can also come from a proxy after the API
+// server created the Event, and the attempt after it then finds the Event
+// by its name (AlreadyExists) instead of recording it twice.
 func (e *Engine) createEvent(ctx context.Context, ev *corev1.Event) error {
+	if ev.Name == "" {
+		ev.Name, ev.GenerateName = ev.GenerateName+newToken(), ""
+	}
+	attempt := 0
 	return refusedRetry(ctx, func() error {
+		attempt++
 		_, err := e.client.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{FieldManager: managed.By})
+		if attempt > 1 && apierrors.IsAlreadyExists(err) {
+			return nil // an earlier attempt created it
+		}
 		return err
 	})
 }
 
-// refusedRetry calls call, again after a refusal that says the API server
-// did not act on it because it is shutting down (503, or 429 with
-// Retry-After), as one behind a load balancer may be while it restarts:
-// never after an error that leaves open whether it acted, which would
-// record an Event twice. A few attempts, within ctx.
+// refusedRetry calls call, again after an answer that an API server
+// shutting down gives (503, or 429 with Retry-After), as one behind a load
+// balancer may while it restarts. A 503 may also come from a proxy after
+// the request ran: call must be safe to repeat (a patch of one condition,
+// an Event created under its own name). A few attempts, within ctx.
 func refusedRetry(ctx context.Context, call func() error) error {
 	const attempts = 4
 	var err error

@@ -66,8 +66,6 @@ func TestEventOutlivesAnAPIServerShuttingDown(t *testing.T) {
 				refused++
 				return true, nil, refusal
 			}
-			ev := action.(k8stesting.CreateAction).GetObject().(*corev1.Event)
-			ev.Name = ev.GenerateName + ev.Reason // the fake has no generateName
 			return false, nil, nil
 		})
 		e := New(cs, Target{Namespace: "kube-system", Name: "kubeadmcfg-rollout"}, Options{})
@@ -84,13 +82,36 @@ func TestEventOutlivesAnAPIServerShuttingDown(t *testing.T) {
 		}
 	}
 
+	// A proxy answers 503 after the API server created the Event: the
+	// next attempt finds it, and it is recorded once.
 	cs := fake.NewClientset()
+	landed := false
+	cs.PrependReactor("create", "events", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if landed {
+			return false, nil, nil
+		}
+		landed = true
+		ev := action.(k8stesting.CreateAction).GetObject().(*corev1.Event)
+		if err := cs.Tracker().Create(corev1.SchemeGroupVersion.WithResource("events"), ev, ev.Namespace); err != nil {
+			t.Fatal(err)
+		}
+		return true, nil, apierrors.NewServiceUnavailable("no answer from the upstream")
+	})
+	e := New(cs, Target{Namespace: "kube-system", Name: "kubeadmcfg-rollout"}, Options{})
+	if err := e.NodeEvent(context.Background(), "cp-0", "u", "agent", corev1.EventTypeNormal, "KubeadmConfigInSync", "Check", "in sync"); err != nil {
+		t.Fatalf("an Event created under a 503: %v", err)
+	}
+	if list, err := cs.CoreV1().Events("kube-system").List(context.Background(), metav1.ListOptions{}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("an Event created under a 503: want it once, got %d (%v)", len(list.Items), err)
+	}
+
+	cs = fake.NewClientset()
 	creates := 0
 	cs.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
 		creates++
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", errors.New("no"))
 	})
-	e := New(cs, Target{Namespace: "kube-system", Name: "kubeadmcfg-rollout"}, Options{})
+	e = New(cs, Target{Namespace: "kube-system", Name: "kubeadmcfg-rollout"}, Options{})
 	if err := e.NodeEvent(context.Background(), "cp-0", "u", "agent", corev1.EventTypeNormal, "KubeadmConfigInSync", "Check", "in sync"); err == nil || creates != 1 {
 		t.Errorf("a forbidden create: %v after %d creates, want an error after one", err, creates)
 	}
