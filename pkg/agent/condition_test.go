@@ -2,13 +2,11 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -17,38 +15,31 @@ import (
 )
 
 // nodeWrites counts the writes of nodes/status and lists the Events
-// recorded on Nodes, by reason, in order.
+// recorded on Nodes, by reason, in the order they were created: the fake
+// lists what it stores in no particular order.
 func nodeWrites(t *testing.T, client *fake.Clientset) (patches int, events []string) {
 	t.Helper()
-	for _, act := range client.Actions() {
-		if act.GetVerb() == "patch" && act.GetResource().Resource == "nodes" && act.GetSubresource() == "status" {
-			patches++
-		}
-	}
 	list, err := client.CoreV1().Events("kube-system").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	stored := map[string]corev1.Event{}
 	for _, ev := range list.Items {
-		if ev.InvolvedObject.Kind == "Node" {
-			events = append(events, ev.Type+" "+ev.Reason)
+		stored[ev.Name] = ev
+	}
+	for _, act := range client.Actions() {
+		switch {
+		case act.GetVerb() == "patch" && act.GetResource().Resource == "nodes" && act.GetSubresource() == "status":
+			patches++
+		case act.GetVerb() == "create" && act.GetResource().Resource == "events":
+			name := act.(k8stesting.CreateAction).GetObject().(*corev1.Event).Name
+			if ev, ok := stored[name]; ok && ev.InvolvedObject.Kind == "Node" {
+				events = append(events, ev.Type+" "+ev.Reason)
+				delete(stored, name) // a retried create stored it once
+			}
 		}
 	}
 	return patches, events
-}
-
-// generateNames names what the fake creates from a generateName, as the
-// API server does: the fake stores one object per name.
-func generateNames(client *fake.Clientset) {
-	n := 0
-	client.PrependReactor("create", "events", func(act k8stesting.Action) (bool, runtime.Object, error) {
-		ev := act.(k8stesting.CreateAction).GetObject().(*corev1.Event)
-		if ev.Name == "" {
-			n++
-			ev.Name = fmt.Sprintf("%s%d", ev.GenerateName, n)
-		}
-		return false, nil, nil
-	})
 }
 
 func nodeCondition(t *testing.T, client *fake.Clientset) corev1.NodeCondition {
@@ -75,7 +66,6 @@ func TestAgentKeepsItsNodeCondition(t *testing.T) {
 	if _, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp-0", UID: "n0"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	generateNames(client)
 	hold(t, a)
 	a.configSeen = true
 	differs := &nodestate.State{Differs: []string{"kube-apiserver"}, LiveHash: "sha256:a", LiveResourceVersion: "9"}
