@@ -151,10 +151,22 @@ func byName(client *fake.Clientset) *fake.Clientset {
 }
 
 // hold has a take its node's Lease, as Run does first, for a test that
-// hands it work without its loop.
+// hands it work without its loop. The Lease is renewed every second for a
+// minute: these tests are about what the agent does while it holds it,
+// and a loaded machine that delays a renewal past half of testAgent's
+// 200ms must not take it away (holdFor gives a test those).
 func hold(t *testing.T, a *Agent) *Agent {
 	t.Helper()
+	return holdFor(t, a, time.Second, time.Minute)
+}
+
+// holdFor is hold with the Lease renewed every heartbeat for staleAfter.
+func holdFor(t *testing.T, a *Agent, heartbeat, staleAfter time.Duration) *Agent {
+	t.Helper()
+	was := a.cfg
+	a.cfg.Heartbeat, a.cfg.StaleAfter = heartbeat, staleAfter
 	lease, err := a.holdLease(context.Background())
+	a.cfg.Heartbeat, a.cfg.StaleAfter = was.Heartbeat, was.StaleAfter
 	if err != nil {
 		t.Fatal(err)
 	}

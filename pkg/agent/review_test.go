@@ -68,7 +68,7 @@ func TestAgentActsNoMoreOnceItCannotShowItHoldsItsLease(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	hold(t, a) // renewed every 50ms, for 200ms
+	holdFor(t, a, 50*time.Millisecond, 200*time.Millisecond)
 	ctx := context.Background()
 	if err := a.lease.Confirm(ctx); err != nil {
 		t.Fatal(err)
