@@ -163,10 +163,10 @@ func hold(t *testing.T, a *Agent) *Agent {
 // holdFor is hold with the Lease renewed every heartbeat for staleAfter.
 func holdFor(t *testing.T, a *Agent, heartbeat, staleAfter time.Duration) *Agent {
 	t.Helper()
-	was := a.cfg
+	wasHeartbeat, wasStaleAfter := a.cfg.Heartbeat, a.cfg.StaleAfter
 	a.cfg.Heartbeat, a.cfg.StaleAfter = heartbeat, staleAfter
 	lease, err := a.holdLease(context.Background())
-	a.cfg.Heartbeat, a.cfg.StaleAfter = was.Heartbeat, was.StaleAfter
+	a.cfg.Heartbeat, a.cfg.StaleAfter = wasHeartbeat, wasStaleAfter
 	if err != nil {
 		t.Fatal(err)
 	}
