@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/unitfile"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
@@ -231,7 +233,19 @@ func (c *agentUpgradeCluster) wantPolicyInForce(t *testing.T, self, other string
 	}
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: agentIdentity,
 		Extra: map[string][]string{"authentication.kubernetes.io/node-name": {self}}}
-	_, err = kubernetesFor(t, cfg).CoordinationV1().Leases("kube-system").Update(ctx, lease, metav1.UpdateOptions{})
+	// The agent of other renews its Lease every few seconds: an update of
+	// the copy read here can meet a newer one, a conflict that says
+	// nothing of the policy. Read it again and retry, as any client does.
+	leases := c.client.CoordinationV1().Leases("kube-system")
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		_, err := kubernetesFor(t, cfg).CoordinationV1().Leases("kube-system").Update(ctx, lease, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			if l, gerr := leases.Get(ctx, lease.Name, metav1.GetOptions{}); gerr == nil {
+				lease = l
+			}
+		}
+		return err
+	})
 	wantRefused(t, "the DaemonSet's agent of "+self+" updates "+other+"'s Lease", err,
 		"the agent of node "+self+" may not change Lease "+nodestate.LeaseName(other))
 }
