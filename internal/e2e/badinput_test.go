@@ -29,7 +29,8 @@ type badInput struct {
 
 // TestBadInput runs every bad input through the real kubectl and asserts the
 // exit code, one error line on stderr, an unchanged resourceVersion, and no
-// credential anywhere in the output.
+// credential anywhere in the output. A write by one shows in the
+// resourceVersion that the others check too.
 func TestBadInput(t *testing.T) {
 	e := newEnv(t)
 	fixtures := t.TempDir()
@@ -184,8 +185,12 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("only %d bad inputs", len(cases))
 	}
 	secrets := []string{s.cluster.AdminToken, s.cluster.UserToken, "not-a-valid-token"}
+	// None writes, so they run side by side (go test -parallel), each
+	// through a view of the test's namespace of its own.
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := &env{t: t, ns: e.ns}
 			rv := e.configMapRV()
 			var r result
 			switch {

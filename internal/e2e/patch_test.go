@@ -276,26 +276,34 @@ func TestCorpusAgreesWithKubeadm(t *testing.T) {
 	if err != nil || len(files) < 100 {
 		t.Fatalf("corpus: %d files, %v", len(files), err)
 	}
+	// One file's two runs, kubeadm's and the plugin's, are independent of
+	// every other's: the files run side by side (go test -parallel), in a
+	// group that ends when they all have.
 	perRelease := map[string]int{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	t.Run("files", func(t *testing.T) {
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			release := "1.37"
+			if strings.Contains(string(data), "kubeadm.k8s.io/v1beta3\n") {
+				release = "1.36"
+			}
+			perRelease[release]++
+			t.Run(filepath.Base(f), func(t *testing.T) {
+				t.Parallel()
+				kubeadmOK, out := kubeadmValidate(t, data)
+				r := run(t, "kubectl", "kubeadmcfg", "validate", "-f", f)
+				if (r.code == 0) != kubeadmOK || (r.code != 0 && r.code != 3) {
+					t.Errorf("kubeadm %s valid=%v (%s), plugin %s", release, kubeadmOK, strings.TrimSpace(out), r)
+				}
+				if wantValid := strings.HasPrefix(filepath.Base(f), "valid-"); wantValid != kubeadmOK {
+					t.Errorf("named for the wrong verdict, kubeadm %s says valid=%v", release, kubeadmOK)
+				}
+			})
 		}
-		release := "1.37"
-		if strings.Contains(string(data), "kubeadm.k8s.io/v1beta3\n") {
-			release = "1.36"
-		}
-		perRelease[release]++
-		kubeadmOK, out := kubeadmValidate(t, data)
-		r := run(t, "kubectl", "kubeadmcfg", "validate", "-f", f)
-		if (r.code == 0) != kubeadmOK || (r.code != 0 && r.code != 3) {
-			t.Errorf("%s: kubeadm %s valid=%v (%s), plugin %s", filepath.Base(f), release, kubeadmOK, strings.TrimSpace(out), r)
-		}
-		if wantValid := strings.HasPrefix(filepath.Base(f), "valid-"); wantValid != kubeadmOK {
-			t.Errorf("%s: named for the wrong verdict, kubeadm %s says valid=%v", filepath.Base(f), release, kubeadmOK)
-		}
-	}
+	})
 	if perRelease["1.36"] < 10 {
 		t.Errorf("only %d v1beta3 files checked against kubeadm 1.36", perRelease["1.36"])
 	}
