@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,8 +21,24 @@ func inOwnNetns(t *testing.T, timeout time.Duration) bool {
 	// Each runs in a process and a network namespace of its own: two can
 	// run side by side (go test -parallel, GOMAXPROCS by default).
 	t.Parallel()
+	// With go test -v its output shows as it comes. Without, go test shows
+	// a failed test's output alone, and this one's can run to thousands of
+	// lines (its cluster's and agents' logs): the lines that say why it
+	// failed come first, then the whole of it.
 	start := time.Now()
-	err := testcluster.ReexecInNetns(context.Background(), "^"+t.Name()+"$", timeout, func(line string) { t.Log(line) })
+	var lines []string
+	err := testcluster.ReexecInNetns(context.Background(), "^"+t.Name()+"$", timeout, func(line string) {
+		lines = append(lines, line)
+		if testing.Verbose() {
+			t.Log(line)
+		}
+	})
+	if err != nil {
+		t.Log("why it failed:\n" + strings.Join(testcluster.FailureLines(lines, 40), "\n"))
+		if !testing.Verbose() {
+			t.Log("its whole output:\n" + strings.Join(lines, "\n"))
+		}
+	}
 	t.Logf("%s in its network namespace took %s", t.Name(), time.Since(start).Round(time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -97,4 +98,77 @@ func SetUpLoopback(addrs ...string) error {
 		}
 	}
 	return nil
+}
+
+// FailureLines picks, from the verbose output of a test binary (go test
+// -v), the lines that say why it failed: the "--- FAIL" lines, and the
+// lines a failed test logged itself ("file.go:N: ...", not their
+// continuation lines) while it was the test running, for the failed tests
+// none of whose subtests failed. A test whose steps are subtests logs its
+// setup under its own name; what failed is in the step. At most max lines,
+// each cut at 400 bytes. A failing test's whole output can run to
+// thousands of lines (its cluster's and its agents' logs): these come
+// first, so that a reader, or a CI excerpt, meets them before the rest.
+func FailureLines(output []string, max int) []string {
+	failed := map[string]bool{}
+	for _, l := range output {
+		if name, ok := failName(l); ok {
+			failed[name] = true
+		}
+	}
+	leaf := func(name string) bool {
+		if !failed[name] {
+			return false
+		}
+		for other := range failed {
+			if strings.HasPrefix(other, name+"/") {
+				return false
+			}
+		}
+		return true
+	}
+	var out []string
+	current := ""
+	for _, l := range output {
+		if len(out) == max {
+			break
+		}
+		if name, ok := sectionName(l); ok {
+			current = name
+			continue
+		}
+		_, isFail := failName(l)
+		if isFail || (leaf(current) && loggedLine.MatchString(l)) {
+			if len(l) > 400 {
+				l = l[:400] + "..."
+			}
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// loggedLine is the first line of what a test logged: t.Log and t.Error
+// write "file.go:N: message", indented.
+var loggedLine = regexp.MustCompile(`^\s+[\w.-]+\.go:\d+: `)
+
+// sectionName reads go test -v's "=== RUN", "=== NAME" and "=== CONT"
+// lines: the test whose output follows.
+func sectionName(l string) (string, bool) {
+	for _, p := range []string{"=== RUN ", "=== NAME ", "=== CONT "} {
+		if rest, ok := strings.CutPrefix(l, p); ok {
+			return strings.TrimSpace(rest), true
+		}
+	}
+	return "", false
+}
+
+// failName reads a "--- FAIL: NAME (D)" line, indented by its depth.
+func failName(l string) (string, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(l), "--- FAIL: ")
+	if !ok {
+		return "", false
+	}
+	name, _, _ := strings.Cut(rest, " (")
+	return name, true
 }
