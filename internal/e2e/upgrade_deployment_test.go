@@ -236,11 +236,11 @@ func (c *agentUpgradeCluster) wantPolicyInForce(t *testing.T, self, other string
 	// The agent of other renews its Lease every few seconds: an update of
 	// the copy read here can meet a newer one, a conflict that says
 	// nothing of the policy. Read it again and retry, as any client does.
-	leases := c.client.CoordinationV1().Leases("kube-system")
+	asAgent := kubernetesFor(t, cfg).CoordinationV1().Leases("kube-system")
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		_, err := kubernetesFor(t, cfg).CoordinationV1().Leases("kube-system").Update(ctx, lease, metav1.UpdateOptions{})
+		_, err := asAgent.Update(ctx, lease, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
-			if l, gerr := leases.Get(ctx, lease.Name, metav1.GetOptions{}); gerr == nil {
+			if l, gerr := c.client.CoordinationV1().Leases("kube-system").Get(ctx, lease.Name, metav1.GetOptions{}); gerr == nil {
 				lease = l
 			}
 		}
