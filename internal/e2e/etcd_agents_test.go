@@ -29,6 +29,10 @@ func etcdRollout(t *testing.T, c *etcdCluster) {
 	waitFor(t, ctx, "every node out of sync on etcd alone", func() error { return c.wantNodes(t, "no", "etcd") })
 
 	watch := watchEtcd(t, c.Nodes.Nodes)
+	updates := map[string]int{}
+	for _, n := range c.order {
+		updates[n.Name] = n.Runner.Stats("etcd").Updates + 1
+	}
 	start := time.Now()
 	r := runLong(t, 10*time.Minute, "kubectl", "kubeadmcfg", "rollout", "start", "--wait", "--timeout", "9m", "--kubeconfig", c.Kubeconfig)
 	took := time.Since(start)
@@ -38,7 +42,8 @@ func etcdRollout(t *testing.T, c *etcdCluster) {
 	if verdict.minUp < 2 || verdict.minListed != 3 {
 		t.Errorf("quorum was at risk: %s", verdict)
 	}
-	c.wantEachStoppedOnce(t, start)
+	c.wantEtcdUpdates(t, updates)
+	c.wantOneAtATime(t)
 	for _, n := range c.order {
 		if line := commandLine(t, n, "etcd"); !flagIn(line, "--snapshot-count=23456") {
 			t.Errorf("%s: etcd runs without the new flag: %s", n.Name, line)

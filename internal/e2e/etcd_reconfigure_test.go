@@ -153,6 +153,55 @@ func (c *etcdCluster) wantEtcdUpdates(t *testing.T, want map[string]int) {
 	}
 }
 
+// wantOneAtATime checks, as the runners saw it, that each member's last
+// new manifest was picked up only once the one before it ran healthy, and
+// that each is back: no member's old process had exited (PodStats.Updated)
+// while another's new one had not yet answered its probe (ReadySince).
+// etcdWatch's looks cannot tell: a member keeps serving the connections
+// it has while it shuts down, and its next process may serve again between
+// two looks.
+func (c *etcdCluster) wantOneAtATime(t *testing.T) {
+	t.Helper()
+	for i, a := range c.order {
+		sa := c.waitBack(t, a)
+		for _, b := range c.order[i+1:] {
+			sb := b.Runner.Stats("etcd")
+			if sa.Updated.Before(sb.Updated) && !sb.Updated.After(sa.ReadySince) || sb.Updated.Before(sa.Updated) && !sa.Updated.After(sb.ReadySince) {
+				t.Errorf("the members of %s and %s restarted together: %s replaced at %s, ready at %s; %s replaced at %s, ready at %s",
+					a.Name, b.Name, a.Name, sa.Updated, sa.ReadySince, b.Name, sb.Updated, sb.ReadySince)
+			}
+		}
+	}
+}
+
+// waitBack waits, up to 10s (the runner probes once a second), until n's
+// member answers its probe since its last new manifest, and returns what
+// its runner says.
+func (c *etcdCluster) waitBack(t *testing.T, n *testNode) testcluster.PodStats {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := n.Runner.Stats("etcd")
+		if st.Ready && st.ReadySince.After(st.Updated) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s's member is not back since its last new manifest: %+v", n.Name, st)
+			return st
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// etcdStarted is when each member's running process started.
+func (c *etcdCluster) etcdStarted() map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, n := range c.order {
+		out[n.Name] = n.Runner.Stats("etcd").Started
+	}
+	return out
+}
+
 // wantNoLock checks that no one holds the etcd lock.
 func (c *etcdCluster) wantNoLock(t *testing.T) {
 	t.Helper()

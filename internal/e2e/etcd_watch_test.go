@@ -2,14 +2,10 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -305,95 +301,4 @@ func longestOutage(writes []apiWrite) (longest time.Duration, failed int) {
 		}
 	}
 	return longest, failed
-}
-
-// etcdStop is a stretch in which a member served no client, by its own
-// log: from the signal that stopped its process to the first "serving
-// client traffic" of the next (zero while it has not served again).
-type etcdStop struct{ from, to time.Time }
-
-func (s etcdStop) String() string {
-	if s.to.IsZero() {
-		return s.from.Format("15:04:05.000") + "-(not back)"
-	}
-	return s.from.Format("15:04:05.000") + "-" + s.to.Format("15:04:05.000")
-}
-
-// etcdStops reads every member's log (each start of a member appends to
-// its node's logs/etcd.log) and returns, per node, the stops that began
-// at or after since. It is the members' own account of their restarts:
-// etcdWatch's looks cannot be, as a member keeps serving the connections
-// it has while it shuts down, and its next process may serve again
-// between two looks.
-func (c *etcdCluster) etcdStops(t *testing.T, since time.Time) map[string][]etcdStop {
-	t.Helper()
-	out := map[string][]etcdStop{}
-	for _, n := range c.order {
-		data, err := os.ReadFile(filepath.Join(n.Root, "logs", "etcd.log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stops []etcdStop
-		for line := range strings.Lines(string(data)) {
-			var entry struct {
-				TS  time.Time `json:"ts"`
-				Msg string    `json:"msg"`
-			}
-			if json.Unmarshal([]byte(line), &entry) != nil || entry.TS.Before(since) {
-				continue // not etcd's (a refused flag's usage), or before
-			}
-			open := len(stops) > 0 && stops[len(stops)-1].to.IsZero()
-			switch {
-			case entry.Msg == "received signal; shutting down" && !open:
-				stops = append(stops, etcdStop{from: entry.TS})
-			case entry.Msg == "serving client traffic securely" && open:
-				stops[len(stops)-1].to = entry.TS
-			}
-		}
-		out[n.Name] = stops
-	}
-	return out
-}
-
-// overlap names two members whose stops overlapped, if any: with three
-// members, two down at once is a cluster without quorum.
-func overlap(stops map[string][]etcdStop) string {
-	for a, as := range stops {
-		for b, bs := range stops {
-			if a >= b {
-				continue
-			}
-			for _, x := range as {
-				for _, y := range bs {
-					xEnd, yEnd := x.to, y.to
-					if xEnd.IsZero() {
-						xEnd = time.Now()
-					}
-					if yEnd.IsZero() {
-						yEnd = time.Now()
-					}
-					if x.from.Before(yEnd) && y.from.Before(xEnd) {
-						return fmt.Sprintf("%s (%s) and %s (%s)", a, x, b, y)
-					}
-				}
-			}
-		}
-	}
-	return ""
-}
-
-// wantEachStoppedOnce checks that every member was stopped once since
-// since, came back, and never while another was down.
-func (c *etcdCluster) wantEachStoppedOnce(t *testing.T, since time.Time) {
-	t.Helper()
-	stops := c.etcdStops(t, since)
-	t.Logf("etcd members' stops, by their logs: %v", stops)
-	for _, n := range c.order {
-		if s := stops[n.Name]; len(s) != 1 || s[0].to.IsZero() {
-			t.Errorf("%s's member: want one stop it came back from, its log shows %v", n.Name, s)
-		}
-	}
-	if o := overlap(stops); o != "" {
-		t.Errorf("two etcd members were down at once: %s", o)
-	}
 }
