@@ -39,8 +39,11 @@ type etcdWatch struct {
 type etcdSample struct {
 	at time.Time
 	// up: the member answered its status, without error; led: and it
-	// had a leader (not during an election).
-	up, led map[string]bool
+	// had a leader (not during an election); slow: it gave no answer
+	// within the look's second, neither an answer nor a refusal. A
+	// stopped member's port refuses at once; a live one on a loaded
+	// machine can take longer, and is not down for that.
+	up, led, slow map[string]bool
 	// listed is how many started voting members the member list had, as
 	// the members that answered it said (-1 when none did).
 	listed int
@@ -75,7 +78,7 @@ func watchEtcd(t *testing.T, nodes []*testcluster.Node) *etcdWatch {
 }
 
 func (w *etcdWatch) look(clients map[string]*clientv3.Client) {
-	s := etcdSample{at: time.Now(), up: map[string]bool{}, led: map[string]bool{}, listed: -1}
+	s := etcdSample{at: time.Now(), up: map[string]bool{}, led: map[string]bool{}, slow: map[string]bool{}, listed: -1}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for name, cli := range clients {
@@ -84,6 +87,7 @@ func (w *etcdWatch) look(clients map[string]*clientv3.Client) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			st, err := cli.Status(ctx, cli.Endpoints()[0])
+			slow := err != nil && ctx.Err() != nil
 			cancel()
 			up := err == nil && len(st.Errors) == 0
 			listed := -1
@@ -101,7 +105,7 @@ func (w *etcdWatch) look(clients map[string]*clientv3.Client) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			s.up[name], s.led[name] = up, up && st.Leader != 0
+			s.up[name], s.led[name], s.slow[name] = up, up && st.Leader != 0, slow
 			s.listed = max(s.listed, listed)
 		}()
 	}
@@ -140,8 +144,10 @@ type etcdVerdict struct {
 	// minUp is the fewest members up at once, minListed the fewest
 	// started voting members the member list had (looks where no member
 	// answered it aside: unlisted counts them); leaderless counts the
-	// looks where no member had a leader (an election).
-	minUp, minListed, unlisted, leaderless int
+	// looks where no member had a leader (an election); slow counts the
+	// answers that did not come in time, each taken as the member's state
+	// at the look before.
+	minUp, minListed, unlisted, leaderless, slow int
 	// down is, per member, every stretch it was not up, in order.
 	down map[string][]time.Duration
 }
@@ -164,8 +170,13 @@ func judge(names []string, samples []etcdSample) etcdVerdict {
 		}
 		up := 0
 		for _, n := range names {
+			isUp := s.up[n]
+			if s.slow[n] {
+				v.slow++
+				isUp = since[n].IsZero()
+			}
 			switch {
-			case s.up[n]:
+			case isUp:
 				up++
 				if !since[n].IsZero() {
 					v.down[n] = append(v.down[n], s.at.Sub(since[n]))
@@ -186,8 +197,8 @@ func judge(names []string, samples []etcdSample) etcdVerdict {
 }
 
 func (v etcdVerdict) String() string {
-	return fmt.Sprintf("%d looks: at least %d members up and %d listed at every look (%d looks without a member list, %d without a leader); down stretches %v",
-		v.samples, v.minUp, v.minListed, v.unlisted, v.leaderless, v.down)
+	return fmt.Sprintf("%d looks: at least %d members up and %d listed at every look (%d looks without a member list, %d without a leader, %d answers too slow); down stretches %v",
+		v.samples, v.minUp, v.minListed, v.unlisted, v.leaderless, v.slow, v.down)
 }
 
 // apiWriter patches kube-system/kubeadm-config (an annotation) every 200ms
@@ -301,4 +312,31 @@ func longestOutage(writes []apiWrite) (longest time.Duration, failed int) {
 		}
 	}
 	return longest, failed
+}
+
+// A member that answers too slowly keeps the state it had: a live one on a
+// loaded machine is not counted down beside a member that really is (the
+// quorum check), and a stopped one is not counted back up.
+func TestJudgeTakesASlowAnswerAsThePreviousState(t *testing.T) {
+	names := []string{"a", "b", "c"}
+	at := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	look := func(sec int, down, slow string) etcdSample {
+		s := etcdSample{at: at.Add(time.Duration(sec) * time.Second), up: map[string]bool{}, led: map[string]bool{}, slow: map[string]bool{}, listed: 3}
+		for _, n := range names {
+			s.up[n] = n != down && n != slow
+			s.led[n] = s.up[n]
+			s.slow[n] = n == slow
+		}
+		return s
+	}
+	v := judge(names, []etcdSample{look(0, "", ""), look(1, "a", "b"), look(2, "a", ""), look(3, "", "a"), look(4, "", "")})
+	if v.minUp != 2 || v.slow != 2 {
+		t.Errorf("want at least 2 up and 2 slow answers, got %s", v)
+	}
+	if got, want := v.down["a"], []time.Duration{3 * time.Second}; !slices.Equal(got, want) {
+		t.Errorf("a's down stretches: got %v, want %v (its slow answer is taken as down, as the look before)", got, want)
+	}
+	if got := v.down["b"]; len(got) != 0 {
+		t.Errorf("b was counted down for a slow answer: %v", got)
+	}
 }
