@@ -49,7 +49,7 @@ type docCluster struct {
 }
 
 func TestAgentAsDocumented(t *testing.T) {
-	if !inOwnNetns(t, 40*time.Minute) {
+	if !inOwnNetns(t) {
 		return
 	}
 	repo, err := testcluster.RepoRoot()

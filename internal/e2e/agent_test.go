@@ -26,7 +26,7 @@ import (
 // the agents' doing.
 
 func TestAgent(t *testing.T) {
-	if !inOwnNetns(t, 40*time.Minute) {
+	if !inOwnNetns(t) {
 		return
 	}
 	c := startAgentCluster(t)

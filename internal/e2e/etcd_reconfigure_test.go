@@ -25,7 +25,7 @@ import (
 // The steps run in order on one cluster; each leaves it healthy.
 
 func TestEtcdReconfigure(t *testing.T) {
-	if !inOwnNetns(t, 40*time.Minute) {
+	if !inOwnNetns(t) {
 		return
 	}
 	c := startEtcdCluster(t)

@@ -38,7 +38,7 @@ func TestLocalClusterStackedEtcd(t *testing.T) {
 		stackedEtcdInside(t)
 		return
 	}
-	t.Parallel() // its clusters run in namespaces of their own
+	inOwnCluster(t) // its clusters run in namespaces of their own
 	tool := filepath.Join(s.binDir, "localcluster")
 
 	t.Run("an unknown --etcd is refused with exit 2, before anything starts", func(t *testing.T) {

@@ -22,7 +22,7 @@ import (
 // would report every exit code as 1.
 
 func TestLocalClusterRun(t *testing.T) {
-	t.Parallel() // its clusters run in namespaces of their own
+	inOwnCluster(t) // its clusters run in namespaces of their own
 	tool := filepath.Join(s.binDir, "localcluster")
 
 	t.Run("bad command lines are refused with exit 2, before anything starts", func(t *testing.T) {

@@ -54,7 +54,7 @@ func TestLocalClusterUpgradeByHand(t *testing.T) {
 // to timeout; the test's steps run there (newUpgradeCluster).
 func runInPreviousRelease(t *testing.T, timeout time.Duration) {
 	t.Helper()
-	t.Parallel() // a process and namespaces of its own, as inOwnNetns
+	inOwnCluster(t) // a process and namespaces of its own, as inOwnNetns
 	tool := filepath.Join(s.binDir, "localcluster")
 	bins, err := testcluster.FindBinaries()
 	if err != nil {

@@ -100,6 +100,11 @@ func runMain(m *testing.M) int {
 	if err != nil {
 		return fail(err)
 	}
+	// The tests with clusters of their own need nothing of the shared
+	// one, but what FindBinaries leaves: hack/testbin.sh, run again in
+	// each of their namespaces, which no network reaches, reads the
+	// versions from the module cache that this first run filled in HOME.
+	startOwnNetns()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c, err := testcluster.Start(ctx, bins, testcluster.Options{Dir: filepath.Join(tmp, "cluster")})

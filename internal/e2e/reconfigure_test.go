@@ -30,7 +30,7 @@ const (
 )
 
 func TestReconfigure(t *testing.T) {
-	if !inOwnNetns(t, 20*time.Minute) {
+	if !inOwnNetns(t) {
 		return
 	}
 	cp := startNodes(t)

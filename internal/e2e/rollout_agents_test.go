@@ -18,7 +18,7 @@ import (
 // built plugin and the real kubectl.
 
 func TestRolloutOnAgents(t *testing.T) {
-	if !inOwnNetns(t, 40*time.Minute) {
+	if !inOwnNetns(t) {
 		return
 	}
 	c := startAgentCluster(t)

@@ -42,7 +42,7 @@ import (
 const refusedFlag = "PodReadyToStartContainersCondition=false"
 
 func TestUpgradeFailuresByAgents(t *testing.T) {
-	if !inOwnNetns(t, 40*time.Minute) {
+	if !inOwnNetns(t) {
 		return
 	}
 	// The agents' --wait bounds how long kubeadm waits for the refused

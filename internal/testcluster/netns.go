@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -30,9 +31,10 @@ const NetnsEnv = "KUBEADMCFG_TEST_NETNS"
 func InTestNetns() bool { return os.Getenv(NetnsEnv) == "1" }
 
 // ReexecInNetns runs the test binary again inside a new user and network
-// namespace, running only the tests matching run, and passes its output to
-// out line by line. It returns an error when the tests there fail.
-func ReexecInNetns(ctx context.Context, run string, timeout time.Duration, out func(line string)) error {
+// namespace, running only the tests matching run, with env (nil: this
+// process's environment), and passes its output to out line by line. It
+// returns an error when the tests there fail.
+func ReexecInNetns(ctx context.Context, run string, timeout time.Duration, env []string, out func(line string)) error {
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		return fmt.Errorf("unshare (util-linux) is needed to create the test's own network namespace: %w", err)
@@ -43,7 +45,10 @@ func ReexecInNetns(ctx context.Context, run string, timeout time.Duration, out f
 	}
 	cmd := exec.CommandContext(ctx, unshare, "--user", "--map-root-user", "--net", "--", self,
 		"-test.run", run, "-test.v", "-test.count=1", "-test.timeout", timeout.String())
-	cmd.Env = append(os.Environ(), NetnsEnv+"=1")
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(slices.Clip(env), NetnsEnv+"=1")
 	r, w := io.Pipe()
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
