@@ -105,6 +105,7 @@ func runMain(m *testing.M) int {
 	// each of their namespaces, which no network reaches, reads the
 	// versions from the module cache that this first run filled in HOME.
 	startOwnNetns()
+	defer stopOwnNetns()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c, err := testcluster.Start(ctx, bins, testcluster.Options{Dir: filepath.Join(tmp, "cluster")})

@@ -70,6 +70,8 @@ var (
 	// run started later must not inherit a t.Setenv of a test running
 	// beside it.
 	netnsEnv []string
+	// runsCtx ends the runs no test waits for (stopOwnNetns).
+	runsCtx, stopRuns = context.WithCancel(context.Background())
 )
 
 // inOwnCluster is for a test that starts a control plane of its own in
@@ -102,7 +104,7 @@ func (r *nsRun) run() {
 	r.mu.Lock()
 	r.start = time.Now()
 	r.mu.Unlock()
-	err := testcluster.ReexecInNetns(context.Background(), "^"+r.name+"$", r.timeout, netnsEnv, func(line string) {
+	err := testcluster.ReexecInNetns(runsCtx, "^"+r.name+"$", r.timeout, netnsEnv, func(line string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.lines = append(r.lines, line)
@@ -152,6 +154,17 @@ func startOwnNetns() {
 				owned.release()
 			}
 		}()
+	}
+}
+
+// stopOwnNetns, once the tests have run, kills the runs that no test
+// claimed (a -run pattern that startOwnNetns read otherwise than go test),
+// rather than leave their clusters running after the suite.
+func stopOwnNetns() {
+	stopRuns()
+	owned.serialDone() // no parallel test may have run to give it back
+	for _, r := range netnsRun {
+		<-r.done
 	}
 }
 
