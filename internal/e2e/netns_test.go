@@ -99,6 +99,13 @@ type nsRun struct {
 	start, ends time.Time
 }
 
+// runHolding runs r once a token is free, and gives the token back.
+func (r *nsRun) runHolding() {
+	owned.acquire()
+	defer owned.release()
+	r.run()
+}
+
 func (r *nsRun) run() {
 	defer close(r.done)
 	r.mu.Lock()
@@ -149,9 +156,7 @@ func startOwnNetns() {
 	for range cap(owned.tokens) {
 		go func() {
 			for r := range queue {
-				owned.acquire()
-				r.run()
-				owned.release()
+				r.runHolding()
 			}
 		}()
 	}
@@ -240,11 +245,7 @@ func inOwnNetns(t *testing.T) bool {
 		// Not started by TestMain: -count above 1, or a -run pattern
 		// selected it that startOwnNetns read otherwise.
 		r = &nsRun{name: t.Name(), timeout: timeout, done: make(chan struct{})}
-		owned.acquire()
-		go func() {
-			defer owned.release()
-			r.run()
-		}()
+		go r.runHolding()
 	}
 	// With go test -v its output shows as it comes. Without, go test shows
 	// a failed test's output alone, and this one's can run to thousands of
