@@ -17,10 +17,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/unitfile"
-	nodeagent "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/agent"
 	agentcmd "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/agent"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/kubeadmupgrade"
 )
 
 // The deployment of agents that run upgrades, on top of the default: the
@@ -189,9 +189,9 @@ func TestUpgradeDropIn(t *testing.T) {
 	words := strings.Fields(restart) // as the agent splits it
 	header := readFile(t, dropInFile)
 	if len(words) == 0 || words[0] != "systemd-run" || !slices.Contains(words, "--wait") ||
-		!slices.Contains(words, "--setenv="+nodeagent.KubeletVersionEnv) ||
+		!slices.Contains(words, "--setenv="+kubeadmupgrade.KubeletVersionEnv) ||
 		!strings.Contains(header, "install -m 0755 hack/kubeadmcfg-kubelet-install.sh "+words[len(words)-1]+"\n") {
-		t.Errorf("--kubelet-restart-command %q: want systemd-run --wait --setenv=%s of the script the header installs", restart, nodeagent.KubeletVersionEnv)
+		t.Errorf("--kubelet-restart-command %q: want systemd-run --wait --setenv=%s of the script the header installs", restart, kubeadmupgrade.KubeletVersionEnv)
 	}
 
 	// The base's stop budget is short for an upgrade.
@@ -321,7 +321,7 @@ func TestKubeletInstall(t *testing.T) {
 	}
 	install := func(version string, args ...string) (code int, stdout, stderr string) {
 		cmd := exec.Command(kubeletInstall, append([]string{"--rootfs", root}, args...)...)
-		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), nodeagent.KubeletVersionEnv+"="+version)
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), kubeadmupgrade.KubeletVersionEnv+"="+version)
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/kubeadmupgrade"
 )
 
 // hack/localcluster run --kubernetes-version v1.36.3: three stacked-etcd
@@ -260,62 +261,49 @@ func newUpgradeCluster(t *testing.T) *upgradeCluster {
 }
 
 // The phases of `kubeadm upgrade apply` and `kubeadm upgrade node`, in
-// kubeadm 1.37's order (`kubeadm upgrade apply|node phase --help`; the
-// hidden kubeconfig phase left out). A phase with sub-phases runs as "all".
+// kubeadm 1.37's order, as an agent runs them (pkg/kubeadmupgrade), but
+// for upload-config: by hand, kubeadm writes kubeadm-config itself
+// ("upload-config all"); an agent has the engine write it.
 var (
-	applyPhases = []string{"preflight", "control-plane", "upload-config all", "kubelet-config", "bootstrap-token", "addon all", "post-upgrade"}
-	nodePhases  = []string{"preflight", "control-plane", "kubelet-config", "addon all", "post-upgrade"}
+	applyPhases = kubeadmPhases(kubeadmupgrade.Apply)
+	nodePhases  = kubeadmPhases(kubeadmupgrade.Upgrade)
 )
 
-// phaseArgs are kubeadm's arguments for one phase on the node, as an agent
-// passes them: every phase takes --config, the UpgradeConfiguration (which
-// holds the target version, the preflight errors to ignore and the
-// timeouts); the phases that render manifests or the kubelet's
-// configuration take --patches, the node's patches directory (a path
-// argument, which the node's kubeadm passes as the path inside its root:
-// inside the configuration it would not be); apply's preflight takes --yes,
-// as it asks for confirmation. No phase takes a flag it does not know:
-// kubeadm refuses those.
-func (c *upgradeCluster) phaseArgs(t *testing.T, n upgradeNode, command, phase string) []string {
-	t.Helper()
-	args := append([]string{"upgrade", command, "phase"}, strings.Fields(phase)...)
-	args = append(args, "--config", c.writeUpgradeConfig(t, n))
-	switch phase {
-	case "control-plane", "kubelet-config", "addon all":
-		args = append(args, "--patches", n.patches)
-	case "preflight":
-		if command == "apply" {
-			args = append(args, "--yes")
+func kubeadmPhases(kind kubeadmupgrade.Kind) []string {
+	var phases []string
+	for _, p := range kubeadmupgrade.Phases(kind) {
+		switch p {
+		case kubeadmupgrade.Gate:
+			continue
+		case kubeadmupgrade.UploadConfig:
+			p = "upload-config all"
 		}
+		phases = append(phases, p)
 	}
-	return args
+	return phases
 }
 
-// writeUpgradeConfig writes the UpgradeConfiguration the node's kubeadm
-// runs with, in the node's /etc/kubernetes/tmp (kubeadm's own place for
-// its temporary files), and returns its path on the host, which the node's
-// kubeadm passes as the path inside the root. timeouts.upgradeManifests is
-// low, so that a component that does not come back is rolled back in a
-// minute.
+// phaseArgs are kubeadm's arguments for one phase on the node, as an agent
+// passes them (kubeadmupgrade.Args), with the node's patches directory as
+// the path inside its root, where the node's kubeadm reads it.
+func (c *upgradeCluster) phaseArgs(t *testing.T, n upgradeNode, command, phase string) []string {
+	t.Helper()
+	return kubeadmupgrade.Args(kubeadmupgrade.Kind(command), phase, c.writeUpgradeConfig(t, n), n.patches)
+}
+
+// writeUpgradeConfig writes the UpgradeConfiguration an agent writes
+// (kubeadmupgrade.Config) in the node's /etc/kubernetes/tmp, and returns
+// its path on the host, which the node's kubeadm passes as the path inside
+// the root. timeouts.upgradeManifests is low, so that a component that
+// does not come back is rolled back in a minute.
 func (c *upgradeCluster) writeUpgradeConfig(t *testing.T, n upgradeNode) string {
 	t.Helper()
-	ignored := "[" + strings.Join(upgradeIgnored, ", ") + "]"
-	doc := fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
-kind: UpgradeConfiguration
-apply:
-  kubernetesVersion: %s
-  ignorePreflightErrors: %s
-node:
-  ignorePreflightErrors: %s
-timeouts:
-  upgradeManifests: 1m
-`, c.to.Version, ignored, ignored)
-	dir := filepath.Join(n.dir, "etc", "kubernetes", "tmp")
+	dir := kubeadmupgrade.TmpDir(filepath.Join(n.dir, "etc", "kubernetes", "manifests"))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "kubeadmcfg-upgrade.yaml")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+	path := filepath.Join(dir, kubeadmupgrade.ConfigFile)
+	if err := os.WriteFile(path, kubeadmupgrade.Config(c.to.Version, upgradeIgnored, time.Minute), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path

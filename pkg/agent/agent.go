@@ -39,6 +39,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/kubeadmupgrade"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
 )
@@ -55,11 +56,6 @@ const (
 	// DefaultStopGrace is how long a node's turn may go on after the agent
 	// is told to stop before it is interrupted, and so rolled back.
 	DefaultStopGrace = time.Minute
-	// DefaultKeepKubeadmBackups is how many of each kind of backup
-	// directory kubeadm leaves in /etc/kubernetes/tmp an agent keeps: every
-	// kubeadm upgrade leaves a copy of the manifests, and on a stacked node
-	// of the whole etcd data directory.
-	DefaultKeepKubeadmBackups = 3
 )
 
 // Config is what an agent needs. Record, Clock, Node.Config, Node.Store,
@@ -89,22 +85,12 @@ type Config struct {
 	// upgrade-apply started, and the agent's metrics show its phase. Nil:
 	// this agent takes no upgrade step, and shows no upgrade.
 	Upgrade *engine.Engine
-	// KubeadmTemplate is the node's kubeadm of a given Kubernetes release,
-	// {version} standing for the version (packaged installs keep one per
-	// release); without {version}, Node.Kubeadm's one release.
-	KubeadmTemplate string
-	// KubeletRestart is the command that installs the kubelet of release
-	// $KUBEADMCFG_KUBELET_VERSION on the node and restarts it.
-	KubeletRestart []string
-	// KubeletConfig is the kubelet's configuration file: where its
-	// /healthz answers.
-	KubeletConfig string
-	// IgnorePreflightErrors are kubeadm's preflight checks an upgrade
-	// ignores on this node (kubeadm's --ignore-preflight-errors).
-	IgnorePreflightErrors []string
-	// KeepKubeadmBackups is how many of each kind of backup directory
-	// kubeadm leaves in /etc/kubernetes/tmp are kept (DefaultKeepKubeadmBackups).
-	KeepKubeadmBackups int
+	// Upgrades is what the node's upgrade steps need besides Node: the
+	// kubeadm of each release (Kubeadms.Default is Node.Kubeadm when
+	// empty; with a Template, a reconfiguration of a document renders with
+	// the kubeadm of its release), the kubelet's restart, and kubeadm's
+	// settings.
+	Upgrades kubeadmupgrade.Env
 	// Heartbeat is how often the Lease is renewed (DefaultHeartbeat), and
 	// StaleAfter how old an earlier agent's Lease must be to be taken over
 	// (DefaultStaleAfter).
@@ -205,8 +191,8 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Identity = fmt.Sprintf("agent/%s/%d-%s", cfg.Name, os.Getpid(), hex.EncodeToString(b[:]))
 	}
 	cfg.Now = cfg.Clock.Now
-	if cfg.KeepKubeadmBackups <= 0 {
-		cfg.KeepKubeadmBackups = DefaultKeepKubeadmBackups
+	if cfg.Upgrades.Kubeadms.Default == "" {
+		cfg.Upgrades.Kubeadms.Default = cfg.Kubeadm
 	}
 	a := &Agent{cfg: cfg, records: newMailbox(), configs: newMailbox(), upgradeRecords: newMailbox(), repeated: map[string]string{}}
 	a.rollouts, a.upgrades, a.state, a.condition = &rollouts{a: a}, &upgrades{a: a}, &states{a: a}, &conditions{a: a}

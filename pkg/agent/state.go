@@ -88,7 +88,7 @@ func (w *states) find(ctx context.Context) (st nodestate.State) {
 		st.LastKnownGood = lg.Name
 	}
 	if a.cfg.Upgrade != nil {
-		st.KubeadmVersions = a.kubeadmVersions(ctx)
+		st.KubeadmVersions = a.cfg.Upgrades.Kubeadms.Versions(ctx)
 		st.Etcd = a.etcdHealth(ctx)
 	}
 	live := a.view.Config
@@ -130,7 +130,7 @@ func (w *states) find(ctx context.Context) (st nodestate.State) {
 // checks a change of it would (every member healthy, no alarm). Nil on a
 // node without a local member.
 func (a *Agent) etcdHealth(ctx context.Context) *nodestate.EtcdHealth {
-	client, err := a.etcdClient()
+	client, err := a.cfg.Node.EtcdClient()
 	if client == nil && err == nil {
 		return nil
 	}

@@ -237,3 +237,13 @@ func (a *Agent) progress(e reconfigure.Event) {
 		}
 	}
 }
+
+// nodeFor is the node as a run of doc sees it: with a kubeadm per
+// release, the kubeadm of doc's own release renders it (reconfigure
+// refuses a kubeadm of another minor release than kubernetesVersion), when
+// the node has it.
+func (a *Agent) nodeFor(doc []byte) reconfigure.Node {
+	n := a.cfg.Node
+	n.Kubeadm = a.cfg.Upgrades.Kubeadms.For(doc)
+	return n
+}

@@ -14,17 +14,15 @@ import (
 
 // upgrades is the work an upgrade the agents carry out (upgrade-apply)
 // asks of the node: its control plane's kubeadm upgrade, phase by phase,
-// its kubelet, or, for the first node, the moves of the upgrade that are no
-// node's work. Record.TurnOf decides; this work does what it says and
-// records it, with a compare-and-swap of the upgrade record.
+// its kubelet (both carried out by pkg/kubeadmupgrade: upgrade_step.go),
+// or, for the first node, the moves of the upgrade that are no node's
+// work. Record.TurnOf decides; this work does what it says and records it,
+// with a compare-and-swap of the upgrade record.
 type upgrades struct {
 	a *Agent
 
 	waiting string // why the node's turn waits, as last said
 	refused int    // writes the API refused in a row
-	// ended is when each kubeadm command line (its words, as "upgrade
-	// node phase kubelet-config") last ended on the node: see kubeadm.
-	ended map[string]time.Time
 }
 
 // do takes the node's turn in the upgrade as last seen, if it has one.
@@ -51,10 +49,8 @@ func (w *upgrades) do(ctx context.Context) time.Duration {
 	}
 	var werr error
 	switch turn.Kind {
-	case upgradestate.TurnStep:
-		werr = w.controlPlane(ctx, rec, turn)
-	case upgradestate.TurnKubelet:
-		werr = w.kubelet(ctx, rec, turn)
+	case upgradestate.TurnStep, upgradestate.TurnKubelet:
+		werr = w.step(ctx, rec, turn)
 	case upgradestate.TurnEnter:
 		werr = w.move(ctx, fmt.Sprintf("node %s enters %s: the kubelets go node by node", a.cfg.Name, turn.Step), func(rec *upgradestate.Record, c upgradestate.Clock) (bool, error) {
 			return rec.Set(c, turn.Step, "", false, "upgrade-apply: the kubelets, node by node")

@@ -18,6 +18,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/kubeadmupgrade"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/managed"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
@@ -129,8 +130,8 @@ type Options struct {
 func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
 	return &Options{Cluster: cluster, ReconfigureFlags: cmdutil.NewReconfigureFlags(),
 		HeartbeatInterval: nodestate.DefaultHeartbeat, StopGrace: nodeagent.DefaultStopGrace,
-		KubeletRestart: strings.Join(nodeagent.DefaultKubeletRestart, " "), KubeletConfig: "/var/lib/kubelet/config.yaml",
-		KeepKubeadmBackups: nodeagent.DefaultKeepKubeadmBackups, MetricsBindAddress: DefaultMetricsBindAddress, IOStreams: streams}
+		KubeletRestart: strings.Join(kubeadmupgrade.DefaultKubeletRestart, " "), KubeletConfig: "/var/lib/kubelet/config.yaml",
+		KeepKubeadmBackups: kubeadmupgrade.DefaultKeepBackups, MetricsBindAddress: DefaultMetricsBindAddress, IOStreams: streams}
 }
 
 // NewCmdAgent builds the agent command.
@@ -163,7 +164,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.KubeadmTemplate, "kubeadm-template", o.KubeadmTemplate,
 		"Upgrades: this node's kubeadm of each Kubernetes release, {version} standing for the release (/usr/local/kubernetes/{version}/bin/kubeadm; default: --kubeadm, of the one release it is)")
 	fs.StringVar(&o.KubeletRestart, "kubelet-restart-command", o.KubeletRestart,
-		"Upgrades: the command (split on spaces) that installs the kubelet of release $"+nodeagent.KubeletVersionEnv+" on this node and restarts it")
+		"Upgrades: the command (split on spaces) that installs the kubelet of release $"+kubeadmupgrade.KubeletVersionEnv+" on this node and restarts it")
 	fs.StringVar(&o.KubeletConfig, "kubelet-config", o.KubeletConfig, "Upgrades: the kubelet's configuration file, which says where its /healthz answers")
 	fs.StringSliceVar(&o.IgnorePreflightErrors, "ignore-preflight-errors", o.IgnorePreflightErrors, "Upgrades: kubeadm's preflight checks to ignore on this node, as kubeadm's flag of that name")
 	fs.IntVar(&o.KeepKubeadmBackups, "keep-kubeadm-backups", o.KeepKubeadmBackups, "Upgrades: how many of each kind of backup directory kubeadm leaves in /etc/kubernetes/tmp to keep")
@@ -204,8 +205,11 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	o.config = nodeagent.Config{
 		Node: o.NodeFor(config, c.Server, c.Clock.Now), Record: record, Upgrade: upgradeRecord, Clock: c.Clock,
 		Wait: o.Wait, NoEtcdSnapshot: o.NoEtcdSnapshot,
-		KubeadmTemplate: o.KubeadmTemplate, KubeletRestart: strings.Fields(o.KubeletRestart),
-		KubeletConfig: o.KubeletConfig, IgnorePreflightErrors: o.IgnorePreflightErrors, KeepKubeadmBackups: o.KeepKubeadmBackups,
+		Upgrades: kubeadmupgrade.Env{
+			Kubeadms:              kubeadmupgrade.Kubeadms{Template: o.KubeadmTemplate},
+			Kubelet:               kubeadmupgrade.Kubelet{Restart: strings.Fields(o.KubeletRestart), Config: o.KubeletConfig},
+			IgnorePreflightErrors: o.IgnorePreflightErrors, KeepBackups: o.KeepKubeadmBackups,
+		},
 		Heartbeat: o.HeartbeatInterval, StopGrace: o.StopGrace, Version: version.Version, CertificateExpires: expires, Log: o.logLine,
 	}
 	return nil

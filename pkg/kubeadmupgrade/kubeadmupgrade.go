@@ -1,0 +1,167 @@
+// Package kubeadmupgrade is the node action of one step of a Kubernetes
+// upgrade, as pkg/reconfigure is the node action of a reconfiguration: a
+// control-plane node's `kubeadm upgrade apply` (the first node) or
+// `kubeadm upgrade node` (every other), run with the node's own kubeadm of
+// the target release phase by phase, or its kubelet step. Run takes the
+// node and one Request and returns a Report, or a typed error that says
+// how the node ended: a PhaseError (the node is put back, or stays for a
+// forward recovery) or a PutBackError.
+//
+// Each phase is announced to Request.Phase before it runs, so that the
+// caller records where the node stands; a step run again (a resume, an
+// earlier agent's step taken over) starts at the phase it stopped in.
+// Before kubeadm-config says the target (the first node's upload-config
+// phase: the point of no return), a failed control-plane node is put back
+// on what it ran, from the manifest backup kubeadm made in this very run;
+// after it, the node is left for upgrade-resume to take forward.
+package kubeadmupgrade
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
+)
+
+// Node is a control-plane node as an upgrade step sees it: the node every
+// reconfiguration sees (its engine reads kubeadm-config, its mirror Pods
+// and its Node; its Store takes the etcd snapshot), and what an upgrade
+// needs besides.
+type Node struct {
+	reconfigure.Node
+	Env
+}
+
+// Env is what an upgrade needs of a node besides what every run on it
+// does: the kubeadm of each release, the kubelet's restart, and kubeadm's
+// own settings. It is built once, where the agent starts.
+type Env struct {
+	Kubeadms Kubeadms
+	Kubelet  Kubelet
+	// IgnorePreflightErrors are kubeadm's preflight checks the node's
+	// steps ignore (kubeadm's --ignore-preflight-errors).
+	IgnorePreflightErrors []string
+	// KeepBackups is how many of each kind of backup directory kubeadm
+	// leaves in /etc/kubernetes/tmp are kept after a step
+	// (DefaultKeepBackups when 0).
+	KeepBackups int
+}
+
+// DefaultKeepBackups is how many of each kind of backup directory kubeadm
+// leaves in /etc/kubernetes/tmp are kept: every kubeadm upgrade leaves a
+// copy of the manifests, and on a stacked node of the whole etcd data
+// directory.
+const DefaultKeepBackups = 3
+
+// Kind is the kind of a node's step.
+type Kind string
+
+const (
+	// Apply is the first control-plane node's `kubeadm upgrade apply`.
+	Apply Kind = "apply"
+	// Upgrade is every other control-plane node's `kubeadm upgrade node`.
+	Upgrade Kind = "node"
+	// KubeletStep installs and restarts the node's kubelet of the target.
+	KubeletStep Kind = "kubelet"
+)
+
+// Request is one step on the node.
+type Request struct {
+	Kind Kind
+	// Version is the target release, From what the node ran before: a
+	// failed node is put back on it.
+	Version, From string
+	// StartPhase is the phase the step starts at: a step run again starts
+	// at the phase it stopped in. "" or a phase the step does not run
+	// again (the gate) is its first phase.
+	StartPhase string
+	// NoReturn says that kubeadm-config already says Version: the first
+	// node's point of no return is past, and a failure is recovered
+	// forward. Run finds it itself once it writes kubeadm-config.
+	NoReturn bool
+	// Wait is how long each component, and the kubelet, may take to come
+	// up healthy; it is also kubeadm's own upgradeManifests timeout, and
+	// bounds the kubelet's restart command.
+	Wait time.Duration
+	// Phase is called before each phase after StartPhase runs (the caller
+	// records StartPhase as it begins the step): an error stops the step
+	// there, as a failure of that phase.
+	Phase func(phase string) error
+	// Started is called with the identity of each child the step starts
+	// (kubeadm, the kubelet's restart command), so that whoever comes
+	// later on the node can tell whether it still runs.
+	Started func(proc.Identity)
+	// Progress receives what the step does; nil discards it.
+	Progress func(Event)
+}
+
+// Event is one thing a step did or found.
+type Event struct {
+	Warning bool
+	// Reason is a CamelCase word: UpgradePhase, Kubeadm, PuttingBack,
+	// Housekeeping, UpgradeStep.
+	Reason, Message string
+	// Component is a component's health, as a reconfiguration reports
+	// it, when the event is one.
+	Component *controlplane.Event
+}
+
+// Report is what a step did.
+type Report struct {
+	// Phases are the phases run, in order, the gate included.
+	Phases []string
+	// NoReturn says that kubeadm-config says the target now.
+	NoReturn bool
+}
+
+// Run runs req's step on node n, phase by phase from req.StartPhase, then
+// the gate, and returns what it did. A failure is a *PhaseError; when the
+// node could not be put back, a *PutBackError. The Report is returned
+// with both.
+func Run(ctx context.Context, n Node, req Request) (*Report, error) {
+	s := &step{node: n, req: req, rep: &Report{NoReturn: req.NoReturn}}
+	table := phasesOf(req.Kind)
+	if table == nil {
+		return nil, errors.New("kubeadmupgrade: unknown step kind " + string(req.Kind))
+	}
+	s.before = manifestBackups(n.tmpDir())
+	failure := s.run(ctx, table[startIndex(table, req.StartPhase):])
+	if req.Kind != KubeletStep {
+		s.prune()
+	}
+	if failure == nil {
+		return s.rep, nil
+	}
+	return s.rep, s.recover(context.WithoutCancel(ctx), failure)
+}
+
+// Phases are the phases of a step of kind, in order, as Request.Phase
+// names them and Request.StartPhase takes them; the gate last.
+func Phases(kind Kind) []string {
+	var names []string
+	for _, p := range phasesOf(kind) {
+		names = append(names, p.name)
+	}
+	return names
+}
+
+// startIndex is where a step starting at phase starts in table.
+func startIndex(table []phase, start string) int {
+	i := slices.IndexFunc(table, func(p phase) bool { return p.name == start && p.resumable })
+	return max(i, 0)
+}
+
+// StartPhase is the phase a step of kind that stopped in phase starts at
+// when run again: that phase, or the step's first when it cannot start
+// there (the gate: the phases before it run again).
+func StartPhase(kind Kind, phase string) string {
+	table := phasesOf(kind)
+	if len(table) == 0 {
+		return ""
+	}
+	return table[startIndex(table, phase)].name
+}
