@@ -1,0 +1,662 @@
+package kubeadmupgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
+)
+
+// These tests run a step on one node with stand-ins: a kubeadm script that
+// logs each call and does what the phase does to the node's files (the
+// control-plane phase backs the manifests up, as kubeadm does, and moves
+// their images to the target), a fake kubelet that "runs" whatever
+// manifest is on disk (its mirror Pod carries the manifest's image; a
+// manifest that says "crash" keeps exiting), and a fake API server. The
+// proof against the real kubeadm and control plane is the e2e suite's.
+
+const (
+	from = "v1.36.3"
+	to   = "v1.37.2"
+)
+
+// liveDocument is kubeadm-config as the upload-config dry run of
+// testdata/dry-run.txt read it.
+const liveDocument = `apiServer:
+  extraArgs:
+  - name: audit-log-maxage
+    value: "30"
+apiVersion: kubeadm.k8s.io/v1beta4
+caCertificateValidityPeriod: 87600h0m0s
+certificateValidityPeriod: 8760h0m0s
+certificatesDir: /etc/kubernetes/pki
+clusterName: kubernetes
+controlPlaneEndpoint: 192.0.2.10:8443
+controllerManager:
+  extraArgs:
+  - name: node-cidr-mask-size
+    value: "24"
+dns: {}
+encryptionAlgorithm: RSA-2048
+etcd:
+  local:
+    dataDir: /var/lib/etcd
+imageRepository: registry.k8s.io
+kind: ClusterConfiguration
+kubernetesVersion: v1.36.3
+networking:
+  dnsDomain: cluster.local
+  podSubnet: 10.244.0.0/16
+  serviceSubnet: 10.96.0.0/12
+proxy: {}
+scheduler: {}
+`
+
+// kubeadmScript is the kubeadm stand-in. It logs its words (the command
+// line up to its first flag) and flags, fails a call whose words are in
+// $dir/fail (once, removing the line), and in the control-plane phase
+// backs up the manifests into tmp as kubeadm names its backups (unless
+// $dir/no-backup) and moves their images to the target, adding "crash" to
+// kube-apiserver's command when $dir/crash exists.
+const kubeadmScript = `words=""
+for a in "$@"; do case "$a" in -*) break;; esac; words="$words $a"; done
+words="${words# }"
+case "$words" in
+"upgrade apply phase upload-config kubeadm") cat "$dir/dry-run.txt"; exit 0;;
+esac
+echo "$words|$*" >>"$dir/log"
+if grep -qx "$words" "$dir/fail" 2>/dev/null; then
+	grep -vx "$words" "$dir/fail" >"$dir/fail.new"; mv "$dir/fail.new" "$dir/fail"
+	echo "[upgrade] doing $words"; echo "error execution phase $words: failed on purpose" >&2; exit 1
+fi
+mkdir "$tmp/kubeadm-$(echo "$words" | tr ' ' '-')-$(date +%Y-%m-%d-%H-%M-%S)" || exit 1
+case "$words" in
+"upgrade "*" phase control-plane")
+	if [ ! -f "$dir/no-backup" ]; then
+		b="$tmp/kubeadm-backup-manifests-$(date +%Y-%m-%d-%H-%M-%S)"
+		mkdir -p "$b" && cp "$manifests"/*.yaml "$b/" || exit 1
+	fi
+	for f in "$manifests"/*.yaml; do sed -i "s/:` + from + `\$/:` + to + `/" "$f"; done
+	[ -f "$dir/crash" ] && sed -i "s/--v=0/crash/" "$manifests/kube-apiserver.yaml"
+	;;
+esac
+exit 0
+`
+
+type testNode struct {
+	t         *testing.T
+	dir       string // the stand-ins' files
+	manifests string
+	tmp       string
+	client    *fake.Clientset
+	node      Node
+	phases    []string // announced to Request.Phase
+	started   []proc.Identity
+
+	mu      sync.Mutex
+	kubelet corev1.Node
+}
+
+func newTestNode(t *testing.T) *testNode {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the stand-ins are shell scripts on Linux")
+	}
+	t.Parallel()
+	root := t.TempDir()
+	n := &testNode{t: t, dir: t.TempDir(), manifests: filepath.Join(root, "etc", "kubernetes", "manifests")}
+	n.tmp = TmpDir(n.manifests)
+	for _, d := range []string{n.manifests, n.tmp, filepath.Join(n.dir, to)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dryRun, err := os.ReadFile(filepath.Join("..", "uploadconfig", "testdata", "dry-run-upgraded-from-1.36.3.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.write(filepath.Join(n.dir, "dry-run.txt"), string(dryRun))
+	script := fmt.Sprintf("#!/bin/sh\ndir=%s\nmanifests=%s\ntmp=%s\n%s", n.dir, n.manifests, n.tmp, kubeadmScript)
+	if err := os.WriteFile(filepath.Join(n.dir, to, "kubeadm"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	probes := httptest.NewServer(http.HandlerFunc(n.probe))
+	t.Cleanup(probes.Close)
+	u, _ := url.Parse(probes.URL)
+	for _, c := range controlplane.Components() {
+		n.write(filepath.Join(n.manifests, c.File()), manifest(c, u.Port(), from))
+	}
+
+	n.client = fake.NewClientset(&corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kubeadm-config", UID: "uid-1", ResourceVersion: "1"},
+		Data:       map[string]string{engine.DefaultKey: liveDocument},
+	})
+	n.client.PrependReactor("get", "pods", n.mirrorPod)
+	n.client.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return true, &corev1.NodeList{Items: []corev1.Node{n.kubelet}}, nil
+	})
+	n.node = Node{
+		Node: reconfigure.Node{
+			Config: engine.New(n.client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey},
+				engine.Options{Validation: engine.ValidationIgnore}),
+			Store: &backup.Store{Dir: t.TempDir()}, NodeConfig: clusterconfig.NodeConfig{Name: "cp-0", PatchesDir: "/etc/kubernetes/patches"},
+			ManifestsDir: n.manifests, Identity: "agent/cp-0/1",
+		},
+		Env: Env{Kubeadms: Kubeadms{Template: filepath.Join(n.dir, "{version}", "kubeadm")}},
+	}
+	return n
+}
+
+// manifest is a static Pod manifest of c running release, whose probe is
+// the fake kubelet's.
+func manifest(c controlplane.Component, port, release string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %[1]s
+  namespace: kube-system
+spec:
+  containers:
+  - name: %[1]s
+    image: registry.k8s.io/%[1]s:%[3]s
+    command: [%[1]s, --v=0]
+    ports:
+    - name: probe-port
+      containerPort: %[2]s
+    startupProbe:
+      httpGet: {host: 127.0.0.1, port: probe-port, path: /%[1]s, scheme: HTTP}
+`, c.PodName(), port, release)
+}
+
+func (n *testNode) write(path, content string) {
+	n.t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+func (n *testNode) read(path string) string {
+	n.t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return string(data)
+}
+
+// probe answers a component's probe, unless its manifest says crash.
+func (n *testNode) probe(w http.ResponseWriter, r *http.Request) {
+	data, _ := os.ReadFile(filepath.Join(n.manifests, strings.TrimPrefix(r.URL.Path, "/")+".yaml"))
+	if strings.Contains(string(data), "crash") {
+		http.Error(w, "not ok", http.StatusInternalServerError)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+// mirrorPod is the kubelet's mirror Pod of the manifest on disk.
+func (n *testNode) mirrorPod(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+	name := strings.TrimSuffix(a.(k8stesting.GetAction).GetName(), "-cp-0")
+	data, err := os.ReadFile(filepath.Join(n.manifests, name+".yaml"))
+	if err != nil {
+		return false, nil, nil
+	}
+	m, err := controlplane.ParseManifest(data)
+	if err != nil {
+		return true, nil, err
+	}
+	h := fnv.New32a()
+	_, _ = h.Write(data)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name + "-cp-0",
+		Annotations: map[string]string{controlplane.ConfigHashAnnotation: fmt.Sprintf("%x", h.Sum32())}},
+		Spec: m.Pod.Spec}
+	ready, status := corev1.ConditionTrue, corev1.ContainerStatus{Ready: true}
+	if strings.Contains(string(data), "crash") {
+		ready, status.Ready, status.RestartCount = corev1.ConditionFalse, false, 3
+		status.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{status}
+	return true, pod, nil
+}
+
+// request is a step of kind from its start.
+func (n *testNode) request(kind Kind) Request {
+	return Request{Kind: kind, Version: to, From: from, Wait: 30 * time.Second,
+		Phase: func(p string) error {
+			n.phases = append(n.phases, p)
+			return nil
+		},
+		Started: func(id proc.Identity) { n.started = append(n.started, id) },
+	}
+}
+
+// fail makes the stand-in fail the call with these words once.
+func (n *testNode) fail(words string) {
+	f, err := os.OpenFile(filepath.Join(n.dir, "fail"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer f.Close()
+	fmt.Fprintln(f, words)
+}
+
+// calls are the stand-in's calls so far: their words.
+func (n *testNode) calls() []string {
+	data, _ := os.ReadFile(filepath.Join(n.dir, "log"))
+	var words []string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if w, _, ok := strings.Cut(l, "|"); ok {
+			words = append(words, w)
+		}
+	}
+	return words
+}
+
+// flags are the flags of the stand-in's call with these words.
+func (n *testNode) flags(words string) string {
+	data, _ := os.ReadFile(filepath.Join(n.dir, "log"))
+	for _, l := range strings.Split(string(data), "\n") {
+		if w, all, ok := strings.Cut(l, "|"); ok && w == words {
+			return strings.TrimSpace(strings.TrimPrefix(all, words))
+		}
+	}
+	return ""
+}
+
+func (n *testNode) document() string {
+	cm, err := n.client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "kubeadm-config", metav1.GetOptions{})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return cm.Data[engine.DefaultKey]
+}
+
+func (n *testNode) manifests3() map[string]string {
+	out := map[string]string{}
+	for _, c := range controlplane.Components() {
+		out[c.PodName()] = n.read(filepath.Join(n.manifests, c.File()))
+	}
+	return out
+}
+
+func TestApplyRunsEveryPhaseOnceInOrderThenTheGate(t *testing.T) {
+	n := newTestNode(t)
+	rep, err := Run(context.Background(), n.node, n.request(Apply))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"upgrade apply phase preflight", "upgrade apply phase control-plane", "upgrade apply phase upload-config kubelet",
+		"upgrade apply phase kubelet-config", "upgrade apply phase bootstrap-token", "upgrade apply phase addon all", "upgrade apply phase post-upgrade"}
+	if diff := cmp.Diff(want, n.calls()); diff != "" {
+		t.Errorf("kubeadm's calls (-want +got):\n%s", diff)
+	}
+	wantPhases := []string{ControlPlane, UploadConfig, "kubelet-config", "bootstrap-token", "addon all", "post-upgrade", Gate}
+	if diff := cmp.Diff(wantPhases, n.phases); diff != "" {
+		t.Errorf("phases announced (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(append([]string{Preflight}, wantPhases...), rep.Phases); diff != "" {
+		t.Errorf("Report.Phases (-want +got):\n%s", diff)
+	}
+	if len(n.started) != len(want) || n.started[0].PID <= 0 {
+		t.Errorf("Started got %v, want one identity per kubeadm call (%d)", n.started, len(want))
+	}
+	config := filepath.Join(n.tmp, ConfigFile)
+	for words, flags := range map[string]string{
+		"upgrade apply phase preflight":      "--config " + config + " --yes",
+		"upgrade apply phase control-plane":  "--config " + config + " --patches /etc/kubernetes/patches",
+		"upgrade apply phase addon all":      "--config " + config + " --patches /etc/kubernetes/patches",
+		"upgrade apply phase post-upgrade":   "--config " + config,
+		"upgrade apply phase kubelet-config": "--config " + config + " --patches /etc/kubernetes/patches",
+	} {
+		if got := n.flags(words); got != flags {
+			t.Errorf("%s: flags %q, want %q", words, got, flags)
+		}
+	}
+	if !rep.NoReturn || !strings.Contains(n.document(), "kubernetesVersion: "+to) {
+		t.Errorf("kubeadm-config does not say %s after upload-config (NoReturn %v):\n%s", to, rep.NoReturn, n.document())
+	}
+	if got := n.read(config); got != string(Config(to, nil, 30*time.Second)) {
+		t.Errorf("the UpgradeConfiguration written:\n%s", got)
+	}
+	for name, m := range n.manifests3() {
+		if !strings.Contains(m, ":"+to) {
+			t.Errorf("%s does not run %s:\n%s", name, to, m)
+		}
+	}
+}
+
+func TestNodeRunsEveryPhaseOnceInOrder(t *testing.T) {
+	n := newTestNode(t)
+	req := n.request(Upgrade)
+	req.NoReturn = true
+	if _, err := Run(context.Background(), n.node, req); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"upgrade node phase preflight", "upgrade node phase control-plane", "upgrade node phase kubelet-config",
+		"upgrade node phase addon all", "upgrade node phase post-upgrade"}
+	if diff := cmp.Diff(want, n.calls()); diff != "" {
+		t.Errorf("kubeadm's calls (-want +got):\n%s", diff)
+	}
+	if got := n.flags("upgrade node phase preflight"); strings.Contains(got, "--yes") {
+		t.Errorf("node's preflight takes no --yes: %q", got)
+	}
+	if strings.Contains(n.document(), "kubernetesVersion: "+to) {
+		t.Errorf("another node's step wrote kubeadm-config")
+	}
+}
+
+// A step that failed past the point of no return stays as it is; run
+// again from the phase it stopped in, it runs that phase and those after
+// it, each once, and never the ones before.
+func TestAStepRunAgainStartsAtThePhaseItStoppedIn(t *testing.T) {
+	n := newTestNode(t)
+	n.fail("upgrade apply phase kubelet-config")
+	rep, err := Run(context.Background(), n.node, n.request(Apply))
+	var failed *PhaseError
+	if !errors.As(err, &failed) || failed.Phase != "kubelet-config" || failed.Back || !rep.NoReturn {
+		t.Fatalf("got %v (%#v), NoReturn %v; want kubelet-config failed, the node left for a forward recovery", err, failed, rep.NoReturn)
+	}
+	if !strings.Contains(failed.Output, "failed on purpose") || strings.Contains(failed.Error(), "failed on purpose") {
+		t.Errorf("the output is kept apart from the message: %q / %q", failed.Output, failed.Error())
+	}
+	before := len(n.calls())
+	req := n.request(Apply)
+	req.StartPhase, req.NoReturn = StartPhase(Apply, failed.Phase), true
+	n.phases = nil
+	if _, err := Run(context.Background(), n.node, req); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"upgrade apply phase kubelet-config", "upgrade apply phase bootstrap-token", "upgrade apply phase addon all", "upgrade apply phase post-upgrade"}
+	if diff := cmp.Diff(want, n.calls()[before:]); diff != "" {
+		t.Errorf("kubeadm's calls run again (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"bootstrap-token", "addon all", "post-upgrade", Gate}, n.phases); diff != "" {
+		t.Errorf("phases announced (-want +got):\n%s", diff)
+	}
+}
+
+func TestStartPhase(t *testing.T) {
+	for _, tc := range []struct {
+		kind        Kind
+		phase, want string
+	}{
+		{Apply, "addon all", "addon all"},
+		{Apply, Gate, Preflight}, // the gate checks what the phases before it did: they run again
+		{Apply, "no-such-phase", Preflight},
+		{Upgrade, "bootstrap-token", Preflight}, // not a phase of upgrade node
+		{Upgrade, "post-upgrade", "post-upgrade"},
+		{KubeletStep, Gate, KubeletPhase},
+		{KubeletStep, "", KubeletPhase},
+	} {
+		if got := StartPhase(tc.kind, tc.phase); got != tc.want {
+			t.Errorf("StartPhase(%s, %q) = %q, want %q", tc.kind, tc.phase, got, tc.want)
+		}
+	}
+}
+
+// oldBackup plants what an earlier upgrade left in tmp: a manifest
+// backup, older than any of this step's, whose manifests carry a marker.
+func (n *testNode) oldBackup() {
+	dir := filepath.Join(n.tmp, "kubeadm-backup-manifests-2025-06-01-00-00-00")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		n.t.Fatal(err)
+	}
+	for _, c := range controlplane.Components() {
+		n.write(filepath.Join(dir, c.File()), strings.Replace(n.read(filepath.Join(n.manifests, c.File())), "--v=0", "--old-backup", 1))
+	}
+}
+
+// The first node fails its control-plane gate: it is put back from the
+// backup kubeadm made in this step, byte for byte what it ran, never from
+// an earlier upgrade's.
+func TestAFailedFirstNodeIsPutBackFromThisStepsBackup(t *testing.T) {
+	n := newTestNode(t)
+	n.oldBackup()
+	before := n.manifests3()
+	n.write(filepath.Join(n.dir, "crash"), "")
+	_, err := Run(context.Background(), n.node, n.request(Apply))
+	var failed *PhaseError
+	if !errors.As(err, &failed) || failed.Phase != ControlPlane || !failed.Back {
+		t.Fatalf("got %v, want control-plane failed and the node back", err)
+	}
+	if diff := cmp.Diff(before, n.manifests3()); diff != "" {
+		t.Errorf("the manifests are not what the node ran (-before +after):\n%s", diff)
+	}
+	if strings.Contains(n.document(), "kubernetesVersion: "+to) {
+		t.Errorf("kubeadm-config was written although the step failed before upload-config")
+	}
+}
+
+// A first node that fails before kubeadm's control-plane phase changed
+// anything has nothing to put back, whatever state its components are in:
+// an earlier upgrade's backup stays where it is.
+func TestAFailureBeforeTheControlPlanePutsNothingBack(t *testing.T) {
+	n := newTestNode(t)
+	n.oldBackup()
+	n.write(filepath.Join(n.manifests, "kube-scheduler.yaml"), strings.Replace(n.read(filepath.Join(n.manifests, "kube-scheduler.yaml")), "--v=0", "crash", 1))
+	before := n.manifests3()
+	n.fail("upgrade apply phase preflight")
+	req := n.request(Apply)
+	_, err := Run(context.Background(), n.node, req)
+	var failed *PhaseError
+	if !errors.As(err, &failed) || failed.Phase != Preflight || !failed.Back {
+		t.Fatalf("got %v, want preflight failed and the node as it was", err)
+	}
+	if diff := cmp.Diff(before, n.manifests3()); diff != "" {
+		t.Errorf("the manifests changed (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"upgrade apply phase preflight"}, n.calls()); diff != "" {
+		t.Errorf("kubeadm's calls (-want +got):\n%s", diff)
+	}
+}
+
+// Without a backup of this step to put back, the put-back fails, and says
+// so: the node is not claimed back.
+func TestAPutBackWithoutThisStepsBackupFails(t *testing.T) {
+	n := newTestNode(t)
+	n.oldBackup()
+	n.write(filepath.Join(n.dir, "crash"), "")
+	n.write(filepath.Join(n.dir, "no-backup"), "")
+	_, err := Run(context.Background(), n.node, n.request(Apply))
+	var putBack *PutBackError
+	if !errors.As(err, &putBack) || putBack.Failure.Phase != ControlPlane || !strings.Contains(err.Error(), "no manifest backup of this step") {
+		t.Fatalf("got %v, want a PutBackError: no backup of this step", err)
+	}
+	if m := n.read(filepath.Join(n.manifests, "kube-apiserver.yaml")); strings.Contains(m, "--old-backup") {
+		t.Errorf("an earlier upgrade's backup was put back:\n%s", m)
+	}
+}
+
+// A node past the point of no return is never put back.
+func TestAFailurePastThePointOfNoReturnIsLeftForward(t *testing.T) {
+	n := newTestNode(t)
+	n.write(filepath.Join(n.dir, "crash"), "")
+	req := n.request(Upgrade)
+	req.NoReturn = true
+	_, err := Run(context.Background(), n.node, req)
+	var failed *PhaseError
+	if !errors.As(err, &failed) || failed.Phase != ControlPlane || failed.Back {
+		t.Fatalf("got %v, want control-plane failed, the node left as it is", err)
+	}
+	if m := n.read(filepath.Join(n.manifests, "kube-apiserver.yaml")); !strings.Contains(m, ":"+to) {
+		t.Errorf("the node was put back:\n%s", m)
+	}
+}
+
+// The gate fails a step whose components do not run the target.
+func TestTheGateChecksTheTarget(t *testing.T) {
+	n := newTestNode(t)
+	req := n.request(Upgrade)
+	req.NoReturn, req.StartPhase = true, "post-upgrade" // the control plane was never upgraded
+	req.Wait = 2 * time.Second
+	_, err := Run(context.Background(), n.node, req)
+	var failed *PhaseError
+	if !errors.As(err, &failed) || failed.Phase != Gate || !strings.Contains(err.Error(), "not "+to) {
+		t.Fatalf("got %v, want the gate to fail: the manifests run %s", err, from)
+	}
+}
+
+// kubeletNode adds the kubelet's stand-ins: a restart command that records
+// the release it was asked for, a /healthz, and the Node the API shows.
+func (n *testNode) kubeletNode(healthz http.HandlerFunc, reports string) {
+	srv := httptest.NewServer(healthz)
+	n.t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	config := filepath.Join(n.dir, "kubelet-config.yaml")
+	n.write(config, fmt.Sprintf("healthzBindAddress: 127.0.0.1\nhealthzPort: %s\n", u.Port()))
+	restart := filepath.Join(n.dir, "restart-kubelet")
+	n.write(restart, "#!/bin/sh\necho \"$KUBEADMCFG_KUBELET_VERSION\" >>"+filepath.Join(n.dir, "kubelet")+"\n[ -f "+filepath.Join(n.dir, "kubelet-fails")+" ] && { echo 'no such package' >&2; exit 4; }\nexit 0\n")
+	if err := os.Chmod(restart, 0o755); err != nil {
+		n.t.Fatal(err)
+	}
+	n.node.Kubelet = Kubelet{Restart: []string{restart, "--now"}, Config: config}
+	n.kubelet = corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp-0"}}
+	n.kubelet.Status.NodeInfo.KubeletVersion = reports
+	n.kubelet.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+}
+
+func healthy(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }
+
+func TestKubeletStepRestartsThenChecksTheKubelet(t *testing.T) {
+	n := newTestNode(t)
+	n.kubeletNode(healthy, to)
+	rep, err := Run(context.Background(), n.node, n.request(KubeletStep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.read(filepath.Join(n.dir, "kubelet")); got != to+"\n" {
+		t.Errorf("the restart command was asked for %q, want %s once", got, to)
+	}
+	if diff := cmp.Diff([]string{KubeletPhase, Gate}, rep.Phases); diff != "" {
+		t.Errorf("phases (-want +got):\n%s", diff)
+	}
+	if len(n.calls()) != 0 {
+		t.Errorf("a kubelet step ran kubeadm: %v", n.calls())
+	}
+}
+
+func TestKubeletStepFailures(t *testing.T) {
+	t.Run("the restart command fails: its output is kept, the gate never runs", func(t *testing.T) {
+		n := newTestNode(t)
+		n.kubeletNode(healthy, from)
+		n.write(filepath.Join(n.dir, "kubelet-fails"), "")
+		_, err := Run(context.Background(), n.node, n.request(KubeletStep))
+		var failed *PhaseError
+		if !errors.As(err, &failed) || failed.Phase != KubeletPhase || failed.Back || failed.Output != "no such package" ||
+			failed.Error() != "phase kubelet failed: the kubelet restart command exited 4" {
+			t.Fatalf("got %v (%#v)", err, failed)
+		}
+		if len(n.phases) != 0 {
+			t.Errorf("the gate was announced after a failed restart: %v", n.phases)
+		}
+	})
+	t.Run("the Node reports the release it ran", func(t *testing.T) {
+		n := newTestNode(t)
+		n.kubeletNode(healthy, from)
+		req := n.request(KubeletStep)
+		req.Wait = 2 * time.Second
+		_, err := Run(context.Background(), n.node, req)
+		var failed *PhaseError
+		if !errors.As(err, &failed) || failed.Phase != Gate || !strings.Contains(err.Error(), "node cp-0 reports kubelet "+from) {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("the kubelet does not answer /healthz", func(t *testing.T) {
+		n := newTestNode(t)
+		n.kubeletNode(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) }, to)
+		req := n.request(KubeletStep)
+		req.Wait = 2 * time.Second
+		_, err := Run(context.Background(), n.node, req)
+		if !strings.Contains(fmt.Sprint(err), "answers 503") {
+			t.Fatalf("got %v, want the /healthz answer named", err)
+		}
+	})
+}
+
+// kubeadm names the directory each run of a phase makes in
+// /etc/kubernetes/tmp by the second it starts in, and fails when it
+// exists. A phase run again at once (upgrade-resume right after the
+// failure) must not start in the second its last run was in: three runs in
+// a row leave at least two in one second unless the step waits.
+func TestAPhaseRunAgainWaitsForANewSecond(t *testing.T) {
+	n := newTestNode(t)
+	s := &step{node: n.node, req: n.request(Upgrade), rep: &Report{}}
+	for i := range 3 {
+		if err := s.kubeadm(context.Background(), "upgrade", "node", "phase", "kubelet-config"); err != nil {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+	}
+	if dirs, _ := filepath.Glob(filepath.Join(n.tmp, "kubeadm-upgrade-node-phase-kubelet-config-*")); len(dirs) != 3 {
+		t.Fatalf("want a directory of each of the 3 runs, got %v", dirs)
+	}
+}
+
+// An interrupted step ends in the phase it was in, and says so.
+func TestAnInterruptedStepStopsBeforeItsNextPhase(t *testing.T) {
+	n := newTestNode(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	req := n.request(Upgrade)
+	req.NoReturn = true
+	req.Phase = func(p string) error {
+		if p == "kubelet-config" {
+			cancel()
+		}
+		return nil
+	}
+	_, err := Run(ctx, n.node, req)
+	var failed *PhaseError
+	if !errors.As(err, &failed) || failed.Phase != "kubelet-config" || !errors.Is(err, errInterrupted) {
+		t.Fatalf("got %v, want interrupted in kubelet-config", err)
+	}
+	if diff := cmp.Diff([]string{"upgrade node phase preflight", "upgrade node phase control-plane"}, n.calls()); diff != "" {
+		t.Errorf("kubeadm's calls (-want +got):\n%s", diff)
+	}
+}
+
+// Housekeeping keeps the newest KeepBackups of each kind of backup.
+func TestAStepKeepsTheNewestBackups(t *testing.T) {
+	n := newTestNode(t)
+	n.node.KeepBackups = 2
+	for _, d := range []string{"kubeadm-backup-etcd-2025-01-01-00-00-00", "kubeadm-backup-etcd-2025-02-01-00-00-00", "kubeadm-backup-etcd-2025-03-01-00-00-00"} {
+		if err := os.Mkdir(filepath.Join(n.tmp, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := n.request(Upgrade)
+	req.NoReturn = true
+	if _, err := Run(context.Background(), n.node, req); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob(filepath.Join(n.tmp, "kubeadm-backup-etcd-*"))
+	if diff := cmp.Diff([]string{filepath.Join(n.tmp, "kubeadm-backup-etcd-2025-02-01-00-00-00"), filepath.Join(n.tmp, "kubeadm-backup-etcd-2025-03-01-00-00-00")}, left); diff != "" {
+		t.Errorf("backups left (-want +got):\n%s", diff)
+	}
+}
