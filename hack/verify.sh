@@ -143,7 +143,7 @@ for unit in unit upgrades; do
 	fi
 done
 
-step "relative links in README.md and docs/ resolve"
+step "relative links in README.md, docs/ and deploy/ resolve"
 go run ./hack/checklinks
 
 echo "verify: all checks passed" >&2

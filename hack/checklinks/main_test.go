@@ -54,6 +54,7 @@ Back to [the README](../README.md#project), [the code](../hack/run.sh),
 [a directory](commands/), and [outside](../../elsewhere.md).
 `,
 		"docs/commands/ref.md": "# Reference\n\n[up](../guide.md#usage)\n",
+		"deploy/README.md":     "# Deploy\n\n[the guide](../docs/guide.md#usage) and [a file](missing.yaml)\n",
 		"hack/run.sh":          "#!/bin/sh\n",
 	})
 
@@ -66,6 +67,7 @@ Back to [the README](../README.md#project), [the code](../hack/run.sh),
 		{file: "README.md", line: 5, target: "docs/guide.md#no-such-section", why: "no heading with this anchor in docs/guide.md"},
 		{file: "README.md", line: 13, target: "docs/img/missing.png", why: "no such file"},
 		{file: "README.md", line: 14, target: "docs/gone.md", why: "no such file"},
+		{file: "deploy/README.md", line: 3, target: "missing.yaml", why: "no such file"},
 		{file: "docs/guide.md", line: 10, target: "../../elsewhere.md", why: "outside the repository"},
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(brokenLink{})); diff != "" {
