@@ -5,9 +5,9 @@
 //
 //	go run ./hack/checklinks [-root DIR]
 //
-// Links with a scheme (https:, mailto:, ...) and links to an anchor of the
-// same file (#section) are not checked. A link to file.md#anchor is checked
-// against the file's headings, named as GitHub names them.
+// Links with a scheme (https:, mailto:, ...) are not checked. A link to
+// file.md#anchor, or to #anchor of the same file, is checked against the
+// file's headings, named as GitHub names them.
 package main
 
 import (
@@ -126,8 +126,11 @@ var schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 // resolve says why target, linked from file, does not resolve, or "" when
 // it does or is not a relative link.
 func resolve(root, file, target string, anchors map[string]map[string]bool) string {
-	if target == "" || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "//") || schemeRE.MatchString(target) {
+	if target == "" || target == "#" || strings.HasPrefix(target, "//") || schemeRE.MatchString(target) {
 		return ""
+	}
+	if strings.HasPrefix(target, "#") { // a heading of the same file
+		target = path.Base(file) + target
 	}
 	rel, fragment, _ := strings.Cut(target, "#")
 	rel, _, _ = strings.Cut(rel, "?")
