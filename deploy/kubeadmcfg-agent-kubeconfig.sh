@@ -7,7 +7,7 @@
 # cluster's controlPlaneEndpoint: kubeadm is given the ClusterConfiguration of
 # kube-system/kubeadm-config, read with the node's admin.conf. Without it
 # kubeadm would name this node's own API server, which the agent refuses on a
-# control plane of several nodes (docs/rollout.md, "Running it with systemd").
+# control plane of several nodes (docs/agent.md, "Running it with systemd").
 #
 # Run it as root on the node, once by hand, then daily from
 # kubeadmcfg-agent-kubeconfig.timer:

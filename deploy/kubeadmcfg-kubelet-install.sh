@@ -4,7 +4,7 @@
 # upgrade the agents carry out. The agent's drop-in for upgrades,
 # deploy/kubeadmcfg-agent.service.d/upgrades.conf, runs it through systemd-run,
 # as a service of its own outside the agent's sandbox, with the release in
-# its environment (docs/rollout.md, "Agents that run upgrades").
+# its environment (docs/agent.md, "Agents that run upgrades").
 #
 # Installed as /usr/local/sbin/kubeadmcfg-kubelet-install, it takes the
 # kubelet from the release's own directory, /usr/local/kubernetes/VERSION/bin

@@ -135,7 +135,7 @@ func agentContainer(t *testing.T, ds *appsv1.DaemonSet) corev1.Container {
 
 // readPatchedDaemonSet reads the agent's DaemonSet with the strategic merge
 // patches applied in order, as `kubectl patch --local --patch-file` applies
-// them (docs/rollout.md gives those commands; internal/e2e runs them).
+// them (docs/agent.md gives those commands; internal/e2e runs them).
 func readPatchedDaemonSet(t *testing.T, patches ...string) *appsv1.DaemonSet {
 	t.Helper()
 	doc, err := json.Marshal(readDaemonSet(t, daemonSetFile))

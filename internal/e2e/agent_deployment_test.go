@@ -31,7 +31,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
-// The agents deployed exactly as docs/rollout.md tells operators to deploy
+// The agents deployed exactly as docs/agent.md tells operators to deploy
 // them, on three local control-plane nodes: each node's kubeconfig made by
 // the recipe with the real kubeadm and the node's CA, the rights of
 // deploy/rbac.yaml, deploy/agent-policy.yaml and deploy/agent-node-rbac.yaml and
@@ -67,12 +67,12 @@ func TestAgentAsDocumented(t *testing.T) {
 	})
 }
 
-// documented runs a command line docs/rollout.md gives, word for word, with
+// documented runs a command line docs/agent.md gives, word for word, with
 // bash in the repository's root, as the cluster's administrator.
 func (d *docCluster) documented(t *testing.T, line string) result {
 	t.Helper()
-	if !strings.Contains(readString(t, filepath.Join(d.repo, "docs", "rollout.md")), line) {
-		t.Fatalf("docs/rollout.md does not give the command %s", line)
+	if !strings.Contains(readString(t, filepath.Join(d.repo, "docs", "agent.md")), line) {
+		t.Fatalf("docs/agent.md does not give the command %s", line)
 	}
 	cmd := exec.Command("bash", "-c", "set -euo pipefail; "+line)
 	cmd.Dir = d.repo

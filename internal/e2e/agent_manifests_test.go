@@ -49,7 +49,7 @@ func TestAgentManifests(t *testing.T) {
 			t.Errorf("kubectl apply did not say %q:\n%s", want, r)
 		}
 	}
-	// With an external etcd, as docs/rollout.md says to apply it: without
+	// With an external etcd, as docs/agent.md says to apply it: without
 	// the stacked etcd's files.
 	patched := run(t, "kubectl", "patch", "--local", "-f", "../../deploy/agent-daemonset.yaml",
 		"--patch-file", "../../deploy/agent-daemonset-external-etcd.yaml", "-o", "yaml")
@@ -66,7 +66,7 @@ func TestAgentManifests(t *testing.T) {
 	}
 	// For agents that run upgrades, and for those with an external etcd
 	// (the patch of upgrades first, then the external etcd's on its
-	// output, as docs/rollout.md pipes them).
+	// output, as docs/agent.md pipes them).
 	upgrades := run(t, "kubectl", "patch", "--local", "-f", "../../deploy/agent-daemonset.yaml",
 		"--patch-file", "../../deploy/agent-daemonset-upgrades.yaml", "-o", "yaml")
 	wantExit(t, upgrades, 0)

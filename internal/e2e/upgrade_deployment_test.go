@@ -21,7 +21,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 )
 
-// The deployment of agents that run upgrades, as docs/rollout.md ("Agents
+// The deployment of agents that run upgrades, as docs/agent.md ("Agents
 // that run upgrades") tells operators to deploy it: the rights of
 // deploy/rbac.yaml, deploy/agent-policy.yaml and deploy/agent-node-rbac.yaml, and
 // one node's agent run with the command line of the systemd unit with its
@@ -41,7 +41,7 @@ const (
 	unitPluginBinary = "/usr/local/bin/kubectl-kubeadmcfg"
 )
 
-// applyAgentRights applies the agents' rights as docs/rollout.md gives
+// applyAgentRights applies the agents' rights as docs/agent.md gives
 // them for the systemd agents, every control-plane node's own Lease
 // included; the DaemonSet's agents need no more.
 func (c *agentUpgradeCluster) applyAgentRights(t *testing.T) {

@@ -69,7 +69,7 @@ An agent of a control plane of several nodes whose kubeconfig names its own
 node's API server (its advertise address, its name, or loopback, on its
 bind port) refuses to start (exit 4): that server is down exactly when the
 agent must record its node's outcome. It must reach the API through the
-controlPlaneEndpoint, as the recipe in docs/rollout.md makes its kubeconfig.
+controlPlaneEndpoint, as the recipe in docs/agent.md makes its kubeconfig.
 
 It keeps the condition KubeadmConfigOutOfDate on its own Node ('kubectl
 describe node'): True while the node's control plane does not run the live
