@@ -62,7 +62,7 @@ func groups(t *testing.T) (path string, content []byte) {
 }
 
 // The rule file is what Prometheus accepts, with no unknown field, and
-// holds the alerts docs/agent.md names, with their for durations.
+// holds the alerts docs/reference/metrics.md names, with their for durations.
 func TestRulesParse(t *testing.T) {
 	_, content := groups(t)
 	rgs, errs := rulefmt.Parse(content, false, model.UTF8Validation, parser.NewParser(parser.Options{}), promslog.NewNopLogger())
