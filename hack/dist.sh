@@ -24,7 +24,7 @@ PATH="${scratch}/bin:${PATH}" kubectl kubeadmcfg version
 # The image: ko's builder on an empty base, no Docker engine, no registry
 # (hack/tools/release/image), one OCI layout tarball for linux/amd64 and
 # linux/arm64 holding goreleaser's binaries; then the check, with the
-# standard library, against hack/agent-daemonset.yaml.
+# standard library, against deploy/agent-daemonset.yaml.
 image="${PWD}/dist/kubectl-kubeadmcfg_image.oci.tar"
 go run -C hack/tools/release ./image -dist "${PWD}/dist" -o "${image}" \
 	-revision "$(git rev-parse HEAD)" -created "$(git log -1 --format=%ct)" "${PWD}"

@@ -128,22 +128,22 @@ fi
 # are writable: hack/imagecheck checks those.)
 step "systemd-analyze security of the agent's unit, alone and with its drop-in for upgrades"
 command -v systemd-analyze >/dev/null || {
-	echo "systemd-analyze (Debian's systemd package) is needed to score hack/kubeadmcfg-agent.service" >&2
+	echo "systemd-analyze (Debian's systemd package) is needed to score deploy/kubeadmcfg-agent.service" >&2
 	exit 1
 }
 mkdir -p "${tmp}/unit" "${tmp}/upgrades/kubeadmcfg-agent.service.d"
-cp hack/kubeadmcfg-agent.service "${tmp}/unit/"
-cp hack/kubeadmcfg-agent.service "${tmp}/upgrades/"
-cp hack/kubeadmcfg-agent.service.d/upgrades.conf "${tmp}/upgrades/kubeadmcfg-agent.service.d/"
+cp deploy/kubeadmcfg-agent.service "${tmp}/unit/"
+cp deploy/kubeadmcfg-agent.service "${tmp}/upgrades/"
+cp deploy/kubeadmcfg-agent.service.d/upgrades.conf "${tmp}/upgrades/kubeadmcfg-agent.service.d/"
 for unit in unit upgrades; do
 	if ! systemd-analyze security --offline=yes --threshold=20 "${tmp}/${unit}/kubeadmcfg-agent.service" >"${tmp}/security" 2>&1; then
 		cat "${tmp}/security" >&2
-		echo "hack/kubeadmcfg-agent.service (${unit}) is more exposed than 2.0: harden it back" >&2
+		echo "deploy/kubeadmcfg-agent.service (${unit}) is more exposed than 2.0: harden it back" >&2
 		exit 1
 	fi
 done
 
-step "relative links in README.md and docs/ resolve"
+step "relative links in README.md, docs/ and deploy/ resolve"
 go run ./hack/checklinks
 
 echo "verify: all checks passed" >&2

@@ -1,13 +1,13 @@
 // Command checklinks fails when a relative link in README.md or in a
-// Markdown file under docs/ points at a file that does not exist, or at a
-// heading its target does not have, so that moving or renaming a guide
-// cannot leave a reader on a dead link. `make verify` runs it.
+// Markdown file under docs/ or deploy/ points at a file that does not exist,
+// or at a heading its target does not have, so that moving or renaming a
+// guide cannot leave a reader on a dead link. `make verify` runs it.
 //
 //	go run ./hack/checklinks [-root DIR]
 //
-// Links with a scheme (https:, mailto:, ...) and links to an anchor of the
-// same file (#section) are not checked. A link to file.md#anchor is checked
-// against the file's headings, named as GitHub names them.
+// Links with a scheme (https:, mailto:, ...) are not checked. A link to
+// file.md#anchor, or to #anchor of the same file, is checked against the
+// file's headings, named as GitHub names them.
 package main
 
 import (
@@ -28,7 +28,7 @@ import (
 )
 
 func main() {
-	root := flag.String("root", ".", "the repository root, holding README.md and docs/")
+	root := flag.String("root", ".", "the repository root, holding README.md, docs/ and deploy/")
 	flag.Parse()
 	broken, err := check(*root)
 	if err != nil {
@@ -63,8 +63,8 @@ type link struct {
 	target string
 }
 
-// check reads README.md and docs/**/*.md under root and returns every
-// relative link that does not resolve, in file and line order.
+// check reads README.md, docs/**/*.md and deploy/**/*.md under root and
+// returns every relative link that does not resolve, in file and line order.
 func check(root string) ([]brokenLink, error) {
 	files, err := markdownFiles(root)
 	if err != nil {
@@ -86,29 +86,34 @@ func check(root string) ([]brokenLink, error) {
 	return broken, nil
 }
 
-// markdownFiles lists README.md and every .md file under docs/, relative to
-// root, sorted.
+// mdDirs are the directories whose Markdown files are checked besides
+// README.md: the guides, and what operators apply.
+var mdDirs = []string{"docs", "deploy"}
+
+// markdownFiles lists README.md and every .md file under mdDirs, relative
+// to root, sorted.
 func markdownFiles(root string) ([]string, error) {
 	files := []string{"README.md"}
 	if _, err := os.Stat(filepath.Join(root, "README.md")); err != nil {
 		return nil, fmt.Errorf("no README.md in %s (run from the repository root, or give -root): %w", root, err)
 	}
-	docs := filepath.Join(root, "docs")
-	err := filepath.WalkDir(docs, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && strings.HasSuffix(d.Name(), ".md") {
-			rel, err := filepath.Rel(root, p)
+	for _, dir := range mdDirs {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
-			files = append(files, filepath.ToSlash(rel))
+			if !d.IsDir() && strings.HasSuffix(d.Name(), ".md") {
+				rel, err := filepath.Rel(root, p)
+				if err != nil {
+					return err
+				}
+				files = append(files, filepath.ToSlash(rel))
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("read %s: %w", dir, err)
 		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read docs: %w", err)
 	}
 	sort.Strings(files[1:])
 	return files, nil
@@ -121,8 +126,11 @@ var schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 // resolve says why target, linked from file, does not resolve, or "" when
 // it does or is not a relative link.
 func resolve(root, file, target string, anchors map[string]map[string]bool) string {
-	if target == "" || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "//") || schemeRE.MatchString(target) {
+	if target == "" || target == "#" || strings.HasPrefix(target, "//") || schemeRE.MatchString(target) {
 		return ""
+	}
+	if strings.HasPrefix(target, "#") { // a heading of the same file
+		target = path.Base(file) + target
 	}
 	rel, fragment, _ := strings.Cut(target, "#")
 	rel, _, _ = strings.Cut(rel, "?")

@@ -33,7 +33,7 @@ See [the guide](docs/guide.md), [its flags](docs/guide.md#the---timeout-flag-exp
 and [the second one](docs/guide.md#usage-1).
 A [moved guide](docs/moved.md) and [a wrong anchor](docs/guide.md#no-such-section).
 Not checked: [a site](https://example.com/missing.md), [mail](mailto:a@example.com),
-[a section here](#project), and ` + "`[code](missing-in-code.md)`" + `.
+and ` + "`[code](missing-in-code.md)`" + `; [a section here](#project), [a missing one](#nowhere).
 
 ` + "```sh" + `
 cat [not a link](missing-in-fence.md)
@@ -50,10 +50,11 @@ cat [not a link](missing-in-fence.md)
 
 ## Usage
 
-Back to [the README](../README.md#project), [the code](../hack/run.sh),
+Back to [the README](../README.md#project), [usage](#usage-1), [the code](../hack/run.sh),
 [a directory](commands/), and [outside](../../elsewhere.md).
 `,
 		"docs/commands/ref.md": "# Reference\n\n[up](../guide.md#usage)\n",
+		"deploy/README.md":     "# Deploy\n\n[the guide](../docs/guide.md#usage) and [a file](missing.yaml)\n",
 		"hack/run.sh":          "#!/bin/sh\n",
 	})
 
@@ -64,8 +65,10 @@ Back to [the README](../README.md#project), [the code](../hack/run.sh),
 	want := []brokenLink{
 		{file: "README.md", line: 5, target: "docs/moved.md", why: "no such file"},
 		{file: "README.md", line: 5, target: "docs/guide.md#no-such-section", why: "no heading with this anchor in docs/guide.md"},
+		{file: "README.md", line: 7, target: "#nowhere", why: "no heading with this anchor in README.md"},
 		{file: "README.md", line: 13, target: "docs/img/missing.png", why: "no such file"},
 		{file: "README.md", line: 14, target: "docs/gone.md", why: "no such file"},
+		{file: "deploy/README.md", line: 3, target: "missing.yaml", why: "no such file"},
 		{file: "docs/guide.md", line: 10, target: "../../elsewhere.md", why: "outside the repository"},
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(brokenLink{})); diff != "" {

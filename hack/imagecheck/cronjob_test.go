@@ -13,8 +13,8 @@ import (
 // the image make dist writes, named as the DaemonSet names it, through the
 // image's entrypoint (the plugin) as a non-root user.
 func TestAuditCronJobRunsThePluginsImage(t *testing.T) {
-	const file = "../upgrade-audit-cronjob.yaml"
-	repo, _ := daemonSetImage(t, "../agent-daemonset.yaml")
+	const file = "../../deploy/upgrade-audit-cronjob.yaml"
+	repo, _ := daemonSetImage(t, "../../deploy/agent-daemonset.yaml")
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)

@@ -30,8 +30,8 @@ import (
 // drop-in.
 
 const (
-	daemonSetFile = "../agent-daemonset.yaml"
-	unitFile      = "../kubeadmcfg-agent.service"
+	daemonSetFile = "../../deploy/agent-daemonset.yaml"
+	unitFile      = "../../deploy/kubeadmcfg-agent.service"
 )
 
 // secrets are the files of a kubeadm control-plane node that no agent
@@ -64,8 +64,8 @@ var (
 	// turns is the default deployment: what a configuration turn needs.
 	turns = variant{name: "turns"}
 	// upgrades is the deployment of agents that run kubeadm upgrade: the
-	// unit with hack/kubeadmcfg-agent.service.d/upgrades.conf, the
-	// DaemonSet patched with hack/agent-daemonset-upgrades.yaml.
+	// unit with deploy/kubeadmcfg-agent.service.d/upgrades.conf, the
+	// DaemonSet patched with deploy/agent-daemonset-upgrades.yaml.
 	upgrades = variant{name: "upgrades", whole: true, readWrite: []string{"/etc/kubernetes", "/var/lib/kubelet"}}
 )
 
@@ -135,7 +135,7 @@ func agentContainer(t *testing.T, ds *appsv1.DaemonSet) corev1.Container {
 
 // readPatchedDaemonSet reads the agent's DaemonSet with the strategic merge
 // patches applied in order, as `kubectl patch --local --patch-file` applies
-// them (docs/rollout.md gives those commands; internal/e2e runs them).
+// them (docs/agent.md gives those commands; internal/e2e runs them).
 func readPatchedDaemonSet(t *testing.T, patches ...string) *appsv1.DaemonSet {
 	t.Helper()
 	doc, err := json.Marshal(readDaemonSet(t, daemonSetFile))

@@ -91,7 +91,7 @@ func TestImage(t *testing.T) {
 		t.Skip("KUBEADMCFG_IMAGE names no image tarball (make dist checks the one it writes)")
 	}
 	files := readArchive(t, file)
-	repo, command := daemonSetImage(t, "../agent-daemonset.yaml")
+	repo, command := daemonSetImage(t, "../../deploy/agent-daemonset.yaml")
 
 	if got, want := string(files["oci-layout"]), `{"imageLayoutVersion":"1.0.0"}`; !jsonEqual(got, want) {
 		t.Errorf("oci-layout = %s, want %s", got, want)

@@ -28,10 +28,10 @@ import (
 // read them, and the kubelet's install script the drop-in runs.
 
 const (
-	dropInFile        = "../kubeadmcfg-agent.service.d/upgrades.conf"
-	upgradesPatch     = "../agent-daemonset-upgrades.yaml"
-	externalEtcdPatch = "../agent-daemonset-external-etcd.yaml"
-	kubeletInstall    = "../kubeadmcfg-kubelet-install.sh"
+	dropInFile        = "../../deploy/kubeadmcfg-agent.service.d/upgrades.conf"
+	upgradesPatch     = "../../deploy/agent-daemonset-upgrades.yaml"
+	externalEtcdPatch = "../../deploy/agent-daemonset-external-etcd.yaml"
+	kubeletInstall    = "../../deploy/kubeadmcfg-kubelet-install.sh"
 )
 
 // upgradeFlags are the agent's flags for upgrades: those whose help says
@@ -190,7 +190,7 @@ func TestUpgradeDropIn(t *testing.T) {
 	header := readFile(t, dropInFile)
 	if len(words) == 0 || words[0] != "systemd-run" || !slices.Contains(words, "--wait") ||
 		!slices.Contains(words, "--setenv="+kubeadmupgrade.KubeletVersionEnv) ||
-		!strings.Contains(header, "install -m 0755 hack/kubeadmcfg-kubelet-install.sh "+words[len(words)-1]+"\n") {
+		!strings.Contains(header, "install -m 0755 deploy/kubeadmcfg-kubelet-install.sh "+words[len(words)-1]+"\n") {
 		t.Errorf("--kubelet-restart-command %q: want systemd-run --wait --setenv=%s of the script the header installs", restart, kubeadmupgrade.KubeletVersionEnv)
 	}
 
@@ -297,7 +297,7 @@ func TestUpgradeDaemonSet(t *testing.T) {
 	}
 }
 
-// TestKubeletInstall runs hack/kubeadmcfg-kubelet-install.sh as the
+// TestKubeletInstall runs deploy/kubeadmcfg-kubelet-install.sh as the
 // drop-in's systemd-run does, on a node's root with two releases unpacked,
 // and a systemctl that logs what it is asked.
 func TestKubeletInstall(t *testing.T) {

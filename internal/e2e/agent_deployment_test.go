@@ -31,10 +31,10 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 )
 
-// The agents deployed exactly as docs/rollout.md tells operators to deploy
+// The agents deployed exactly as docs/agent.md tells operators to deploy
 // them, on three local control-plane nodes: each node's kubeconfig made by
 // the recipe with the real kubeadm and the node's CA, the rights of
-// hack/rbac.yaml, hack/agent-policy.yaml and hack/agent-node-rbac.yaml and
+// deploy/rbac.yaml, deploy/agent-policy.yaml and deploy/agent-node-rbac.yaml and
 // nothing more, each agent run with the systemd unit's command line and
 // seeing only the files the unit binds into its sandbox. The node's root
 // stands for / wherever the documents name /etc/kubernetes.
@@ -67,12 +67,12 @@ func TestAgentAsDocumented(t *testing.T) {
 	})
 }
 
-// documented runs a command line docs/rollout.md gives, word for word, with
+// documented runs a command line docs/agent.md gives, word for word, with
 // bash in the repository's root, as the cluster's administrator.
 func (d *docCluster) documented(t *testing.T, line string) result {
 	t.Helper()
-	if !strings.Contains(readString(t, filepath.Join(d.repo, "docs", "rollout.md")), line) {
-		t.Fatalf("docs/rollout.md does not give the command %s", line)
+	if !strings.Contains(readString(t, filepath.Join(d.repo, "docs", "agent.md")), line) {
+		t.Fatalf("docs/agent.md does not give the command %s", line)
 	}
 	cmd := exec.Command("bash", "-c", "set -euo pipefail; "+line)
 	cmd.Dir = d.repo
@@ -94,7 +94,7 @@ func (d *docCluster) kubeconfigOf(t *testing.T, name string) string {
 	return filepath.Join(d.etc(t, name), "kubeadmcfg-agent.conf")
 }
 
-// recipe runs hack/kubeadmcfg-agent-kubeconfig.sh on node name, as it is
+// recipe runs deploy/kubeadmcfg-agent-kubeconfig.sh on node name, as it is
 // installed (kubeadmcfg-agent-kubeconfig) and run by hand or by its timer's
 // service, with the node's root and name, and the node's kubeadm, kubectl
 // and openssl on PATH. systemctl is a stand-in that logs its arguments to
@@ -115,7 +115,7 @@ func (d *docCluster) recipe(t *testing.T, name string, args ...string) result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(d.repo, "hack", "kubeadmcfg-agent-kubeconfig.sh"),
+	cmd := exec.CommandContext(ctx, filepath.Join(d.repo, "deploy", "kubeadmcfg-agent-kubeconfig.sh"),
 		append(args, "--node", name, "--rootfs", n.Root)...)
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+filepath.Dir(d.Bins.Kubeadm)+":"+os.Getenv("PATH"))
 	return runCmd(t, cmd)
@@ -179,9 +179,9 @@ func docRecipe(t *testing.T, d *docCluster) {
 	// the local control plane's setup (kubeadm's phases): the recipe's
 	// kubeadm acts with admin.conf.
 	wantExit(t, run(t, "kubectl", "get", "clusterrolebinding", "kubeadm:cluster-admins", "--kubeconfig", d.Kubeconfig), 0)
-	d.documented(t, "kubectl apply -f hack/rbac.yaml -f hack/agent-policy.yaml")
-	d.documented(t, `for node in cp-0 cp-1 cp-2; do sed "s/@NODE@/${node}/g" hack/agent-node-rbac.yaml; done | kubectl apply -f -`)
-	if !strings.Contains(readString(t, filepath.Join(d.repo, "hack", "kubeadmcfg-agent.service")), "\n#   kubeadmcfg-agent-kubeconfig\n") {
+	d.documented(t, "kubectl apply -f deploy/rbac.yaml -f deploy/agent-policy.yaml")
+	d.documented(t, `for node in cp-0 cp-1 cp-2; do sed "s/@NODE@/${node}/g" deploy/agent-node-rbac.yaml; done | kubectl apply -f -`)
+	if !strings.Contains(readString(t, filepath.Join(d.repo, "deploy", "kubeadmcfg-agent.service")), "\n#   kubeadmcfg-agent-kubeconfig\n") {
 		t.Fatal("the unit's installation does not run kubeadmcfg-agent-kubeconfig")
 	}
 	endpoint := "https://" + testcluster.LocalEndpoint
@@ -346,7 +346,7 @@ func docRights(t *testing.T, d *docCluster) {
 // --stop-grace, and the harness's heartbeat.
 func (d *docCluster) unitAgent(t *testing.T, name, kubeconfig string) *exec.Cmd {
 	t.Helper()
-	u, err := unitfile.Read(filepath.Join(d.repo, "hack", "kubeadmcfg-agent.service"))
+	u, err := unitfile.Read(filepath.Join(d.repo, "deploy", "kubeadmcfg-agent.service"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,11 +478,11 @@ func docRollout(t *testing.T, d *docCluster) {
 }
 
 // renewalService is the command line of the timer's service,
-// hack/kubeadmcfg-agent-kubeconfig.service, without the installed script's
+// deploy/kubeadmcfg-agent-kubeconfig.service, without the installed script's
 // path.
 func (d *docCluster) renewalService(t *testing.T) []string {
 	t.Helper()
-	u, err := unitfile.Read(filepath.Join(d.repo, "hack", "kubeadmcfg-agent-kubeconfig.service"))
+	u, err := unitfile.Read(filepath.Join(d.repo, "deploy", "kubeadmcfg-agent-kubeconfig.service"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +491,7 @@ func (d *docCluster) renewalService(t *testing.T) []string {
 	if argv[0] != "/usr/local/sbin/kubeadmcfg-agent-kubeconfig" {
 		t.Fatalf("the renewal runs %s, not the installed kubeadmcfg-agent-kubeconfig", argv[0])
 	}
-	if timer := readString(t, filepath.Join(d.repo, "hack", "kubeadmcfg-agent-kubeconfig.timer")); !strings.Contains(timer, "\nOnCalendar=daily\n") {
+	if timer := readString(t, filepath.Join(d.repo, "deploy", "kubeadmcfg-agent-kubeconfig.timer")); !strings.Contains(timer, "\nOnCalendar=daily\n") {
 		t.Fatal("the renewal's timer does not run it daily")
 	}
 	return argv[1:]

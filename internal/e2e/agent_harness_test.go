@@ -48,9 +48,9 @@ type agentCluster struct {
 func startAgentCluster(t *testing.T) *agentCluster {
 	t.Helper()
 	c := startAgentNodes(t)
-	// The agents run with the rights hack/rbac.yaml gives the DaemonSet's
+	// The agents run with the rights deploy/rbac.yaml gives the DaemonSet's
 	// ServiceAccount, and no more.
-	wantExit(t, runLong(t, time.Minute, "kubectl", "apply", "-f", "../../hack/rbac.yaml", "--kubeconfig", c.Kubeconfig), 0)
+	wantExit(t, runLong(t, time.Minute, "kubectl", "apply", "-f", "../../deploy/rbac.yaml", "--kubeconfig", c.Kubeconfig), 0)
 	for _, name := range c.names() {
 		c.startAgent(t, name)
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/testcluster"
 )
 
-// TestAgentManifests: the agent's DaemonSet, hack/rbac.yaml,
-// hack/agent-policy.yaml (its CEL compiled by the API server) and a node's
-// hack/agent-node-rbac.yaml, as an operator applies them, pass the API
+// TestAgentManifests: the agent's DaemonSet, deploy/rbac.yaml,
+// deploy/agent-policy.yaml (its CEL compiled by the API server) and a node's
+// deploy/agent-node-rbac.yaml, as an operator applies them, pass the API
 // server's own checks (schema, admission: the PriorityClass, the
 // ServiceAccount's namespace) with --dry-run=server, and so does the
 // DaemonSet patched for an external etcd, for agents that run upgrades, and
@@ -29,10 +29,10 @@ func TestAgentManifests(t *testing.T) {
 		return run(t, "kubectl", args...)
 	}
 	nodeRBAC := filepath.Join(t.TempDir(), "agent-node-rbac.yaml")
-	if err := os.WriteFile(nodeRBAC, []byte(strings.ReplaceAll(readString(t, "../../hack/agent-node-rbac.yaml"), "@NODE@", "cp-0")), 0o600); err != nil {
+	if err := os.WriteFile(nodeRBAC, []byte(strings.ReplaceAll(readString(t, "../../deploy/agent-node-rbac.yaml"), "@NODE@", "cp-0")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := apply("../../hack/rbac.yaml", "../../hack/agent-policy.yaml", nodeRBAC, "../../hack/agent-daemonset.yaml")
+	r := apply("../../deploy/rbac.yaml", "../../deploy/agent-policy.yaml", nodeRBAC, "../../deploy/agent-daemonset.yaml")
 	wantExit(t, r, 0)
 	for _, want := range []string{
 		"serviceaccount/kubeadmcfg-agent created (server dry run)",
@@ -49,10 +49,10 @@ func TestAgentManifests(t *testing.T) {
 			t.Errorf("kubectl apply did not say %q:\n%s", want, r)
 		}
 	}
-	// With an external etcd, as docs/rollout.md says to apply it: without
+	// With an external etcd, as docs/agent.md says to apply it: without
 	// the stacked etcd's files.
-	patched := run(t, "kubectl", "patch", "--local", "-f", "../../hack/agent-daemonset.yaml",
-		"--patch-file", "../../hack/agent-daemonset-external-etcd.yaml", "-o", "yaml")
+	patched := run(t, "kubectl", "patch", "--local", "-f", "../../deploy/agent-daemonset.yaml",
+		"--patch-file", "../../deploy/agent-daemonset-external-etcd.yaml", "-o", "yaml")
 	wantExit(t, patched, 0)
 	if strings.Contains(patched.stdout, "pki/etcd") || !strings.Contains(patched.stdout, "/etc/kubernetes/manifests") {
 		t.Errorf("the external etcd patch leaves the etcd files, or more goes:\n%s", patched.stdout)
@@ -66,15 +66,15 @@ func TestAgentManifests(t *testing.T) {
 	}
 	// For agents that run upgrades, and for those with an external etcd
 	// (the patch of upgrades first, then the external etcd's on its
-	// output, as docs/rollout.md pipes them).
-	upgrades := run(t, "kubectl", "patch", "--local", "-f", "../../hack/agent-daemonset.yaml",
-		"--patch-file", "../../hack/agent-daemonset-upgrades.yaml", "-o", "yaml")
+	// output, as docs/agent.md pipes them).
+	upgrades := run(t, "kubectl", "patch", "--local", "-f", "../../deploy/agent-daemonset.yaml",
+		"--patch-file", "../../deploy/agent-daemonset-upgrades.yaml", "-o", "yaml")
 	wantExit(t, upgrades, 0)
 	upgradesFile := filepath.Join(t.TempDir(), "upgrades.yaml")
 	if err := os.WriteFile(upgradesFile, []byte(upgrades.stdout), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	both := run(t, "kubectl", "patch", "--local", "-f", upgradesFile, "--patch-file", "../../hack/agent-daemonset-external-etcd.yaml", "-o", "yaml")
+	both := run(t, "kubectl", "patch", "--local", "-f", upgradesFile, "--patch-file", "../../deploy/agent-daemonset-external-etcd.yaml", "-o", "yaml")
 	wantExit(t, both, 0)
 	if strings.Contains(both.stdout, "/var/lib/etcd") || !strings.Contains(both.stdout, "path: /etc/kubernetes\n") ||
 		!strings.Contains(upgrades.stdout, "path: /var/lib/etcd\n") {
@@ -90,7 +90,7 @@ func TestAgentManifests(t *testing.T) {
 		}
 	}
 	// A manifest the server refuses fails the check: an unknown field.
-	bad := strings.Replace(readString(t, "../../hack/agent-daemonset.yaml"), "hostNetwork: true", "hostNetwork: true\n      hostNetwrok: true", 1)
+	bad := strings.Replace(readString(t, "../../deploy/agent-daemonset.yaml"), "hostNetwork: true", "hostNetwork: true\n      hostNetwrok: true", 1)
 	file := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(file, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 )
 
 // agentLine is the agent's one line per event: the API server's time,
-// info or warning, a reason and a message (docs/rollout.md, "The agent").
+// info or warning, a reason and a message (docs/agent.md, "What it does").
 var agentLine = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (info|warning) [A-Z][A-Za-z]+: `)
 
 // TestAgentLogsAnOutageInItsOwnFormat: while the API server is away, the

@@ -14,12 +14,12 @@ import (
 
 // etcdRollout: with an agent on every node (plain processes with the node
 // flags, acting as the DaemonSet's ServiceAccount with the rights
-// hack/rbac.yaml gives it), `nodes` shows every member's etcd drift from
+// deploy/rbac.yaml gives it), `nodes` shows every member's etcd drift from
 // the API alone, and `rollout start --wait` carries the change to every
 // member, one at a time, through the agents: the agent runs reconfigure's
 // code in process, etcd lock, checks and snapshot included.
 func etcdRollout(t *testing.T, c *etcdCluster) {
-	wantExit(t, runLong(t, time.Minute, "kubectl", "apply", "-f", "../../hack/rbac.yaml", "--kubeconfig", c.Kubeconfig), 0)
+	wantExit(t, runLong(t, time.Minute, "kubectl", "apply", "-f", "../../deploy/rbac.yaml", "--kubeconfig", c.Kubeconfig), 0)
 	for _, n := range c.order {
 		c.startEtcdAgent(t, n)
 	}

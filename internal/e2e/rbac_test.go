@@ -19,8 +19,8 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 )
 
-// TestLeastPrivilege applies hack/rbac.yaml exactly as the README says
-// (`kubectl apply -f hack/rbac.yaml`, from a kubeconfig whose namespace is
+// TestLeastPrivilege applies deploy/rbac.yaml exactly as the README says
+// (`kubectl apply -f deploy/rbac.yaml`, from a kubeconfig whose namespace is
 // not kube-system) and shows that it lands in kube-system and is enough
 // there: a member of the group it binds runs every verb, with the plugin's
 // default namespace, and nothing more. Without it the refusal names the
@@ -49,7 +49,7 @@ func TestLeastPrivilege(t *testing.T) {
 
 	// Apply the manifest as the README says, and check where it went.
 	t.Cleanup(func() { restoreKubeSystem(t) })
-	r = run(t, "kubectl", "apply", "-f", "../../hack/rbac.yaml", "--kubeconfig", kubeconfig)
+	r = run(t, "kubectl", "apply", "-f", "../../deploy/rbac.yaml", "--kubeconfig", kubeconfig)
 	wantExit(t, r, 0)
 	for _, name := range []string{"role.rbac.authorization.k8s.io/kubeadmcfg", "rolebinding.rbac.authorization.k8s.io/kubeadmcfg"} {
 		if !strings.Contains(r.stdout, name+" created") {

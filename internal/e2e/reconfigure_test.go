@@ -56,7 +56,7 @@ func TestReconfigure(t *testing.T) {
 		return
 	}
 
-	t.Run("hack/rbac.yaml is all it needs", func(t *testing.T) {
+	t.Run("deploy/rbac.yaml is all it needs", func(t *testing.T) {
 		// An operator of group kubeadmcfg:operators, with a certificate from
 		// kubeadm kubeconfig user.
 		out, err := cp.Kubeadm(context.Background(), "kubeconfig", "user", "--config", filepath.Join(a.Root, "kubeadm-certs.yaml"),
@@ -77,7 +77,7 @@ func TestReconfigure(t *testing.T) {
 			t.Helper()
 			wantExit(t, runLong(t, time.Minute, "kubectl", append(args, "-n", "kube-system", "--kubeconfig", cp.Kubeconfig)...), 0)
 		}
-		admin("apply", "-f", "../../hack/rbac.yaml")
+		admin("apply", "-f", "../../deploy/rbac.yaml")
 		// The Role kubeadmcfg-reconfigure is all it needs: the
 		// ClusterConfiguration, the upgrade record and the mirror Pods.
 		admin("delete", "rolebinding", "kubeadmcfg")
@@ -89,7 +89,7 @@ func TestReconfigure(t *testing.T) {
 			t.Errorf("the healthy node was not recorded as good: %s", r)
 		}
 		// Without the reconfigure Role the mirror Pods cannot be read.
-		admin("apply", "-f", "../../hack/rbac.yaml")
+		admin("apply", "-f", "../../deploy/rbac.yaml")
 		admin("delete", "rolebinding", "kubeadmcfg-reconfigure")
 		r = a.reconfigureAs(t, operator)
 		wantExit(t, r, 6)

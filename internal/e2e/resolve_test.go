@@ -69,7 +69,7 @@ func (e *env) wantAppliedOnce(r result, ours, other string, otherErr func() erro
 }
 
 // TestLostAnswerUnderLeastPrivilege (E1): the plugin runs with exactly the
-// Role of hack/rbac.yaml. Its write commits, another writer gets in, the
+// Role of deploy/rbac.yaml. Its write commits, another writer gets in, the
 // answer is lost: finding out whether the write landed needs a watch on
 // kubeadm-config from the write's precondition, by name (a field selector
 // on metadata.name, which the Role's resourceNames admit). The write is
@@ -89,12 +89,12 @@ func TestLostAnswerUnderLeastPrivilege(t *testing.T) {
 	e.wantAppliedOnce(r, "ours", "other-writer", otherErr)
 }
 
-// applyLeastPrivilegeRole applies the Role kubeadmcfg of hack/rbac.yaml and
+// applyLeastPrivilegeRole applies the Role kubeadmcfg of deploy/rbac.yaml and
 // its RoleBinding (the group kubeadmcfg:operators) to ns, as they are but
 // for the namespace.
 func applyLeastPrivilegeRole(t *testing.T, ns string) {
 	t.Helper()
-	data, err := os.ReadFile("../../hack/rbac.yaml")
+	data, err := os.ReadFile("../../deploy/rbac.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func applyLeastPrivilegeRole(t *testing.T, ns string) {
 		}
 	}
 	if len(picked) != 2 {
-		t.Fatalf("hack/rbac.yaml: found %d of the Role kubeadmcfg and its RoleBinding", len(picked))
+		t.Fatalf("deploy/rbac.yaml: found %d of the Role kubeadmcfg and its RoleBinding", len(picked))
 	}
 	file := filepath.Join(t.TempDir(), "rbac.yaml")
 	if err := os.WriteFile(file, []byte(strings.Join(picked, "\n---\n")), 0o600); err != nil {
@@ -226,7 +226,7 @@ func TestLostCreateThenDeleted(t *testing.T) {
 	}
 }
 
-// TestLeastPrivilegeWatchesWhatItWrites (E1): the Roles of hack/rbac.yaml
+// TestLeastPrivilegeWatchesWhatItWrites (E1): the Roles of deploy/rbac.yaml
 // and of the upgrade-audit CronJob let their holder watch, by name from a
 // resourceVersion (as the plugin resolves a lost write), exactly the
 // ConfigMaps the Role lets it write, and no other.
@@ -256,11 +256,11 @@ func TestLeastPrivilegeWatchesWhatItWrites(t *testing.T) {
 	}
 }
 
-// applyCronJobRole applies the Role of hack/upgrade-audit-cronjob.yaml to
+// applyCronJobRole applies the Role of deploy/upgrade-audit-cronjob.yaml to
 // the test's namespace, binds it to user, and returns how to act as user.
 func (e *env) applyCronJobRole(user string) rest.ImpersonationConfig {
 	e.t.Helper()
-	data, err := os.ReadFile("../../hack/upgrade-audit-cronjob.yaml")
+	data, err := os.ReadFile("../../deploy/upgrade-audit-cronjob.yaml")
 	if err != nil {
 		e.t.Fatal(err)
 	}

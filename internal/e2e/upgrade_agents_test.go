@@ -105,7 +105,7 @@ func (c *agentUpgradeCluster) waitReady(t *testing.T, name string) {
 // upgrade: its kubeadm of each release, its kubelet restart command, its
 // kubelet's configuration, and SystemVerification ignored (a node's root
 // has no /proc, /sys or /boot for it to check; see upgradeIgnored). It
-// acts as the DaemonSet's agent of the node, under hack/agent-policy.yaml.
+// acts as the DaemonSet's agent of the node, under deploy/agent-policy.yaml.
 func (c *agentUpgradeCluster) startUpgradeAgent(t *testing.T, name string) *agentProcess {
 	t.Helper()
 	n := c.node(t, name)

@@ -21,27 +21,27 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 )
 
-// The deployment of agents that run upgrades, as docs/rollout.md ("Agents
+// The deployment of agents that run upgrades, as docs/agent.md ("Agents
 // that run upgrades") tells operators to deploy it: the rights of
-// hack/rbac.yaml, hack/agent-policy.yaml and hack/agent-node-rbac.yaml, and
+// deploy/rbac.yaml, deploy/agent-policy.yaml and deploy/agent-node-rbac.yaml, and
 // one node's agent run with the command line of the systemd unit with its
-// drop-in hack/kubeadmcfg-agent.service.d/upgrades.conf, seeing the node's
+// drop-in deploy/kubeadmcfg-agent.service.d/upgrades.conf, seeing the node's
 // root as that unit's sandbox shows the node. The node's root stands for /
 // wherever the files name a path of the node.
 
 // The files of the deployment, from internal/e2e.
 const (
-	agentUnitFile    = "../../hack/kubeadmcfg-agent.service"
-	upgradesDropIn   = "../../hack/kubeadmcfg-agent.service.d/upgrades.conf"
-	agentNodeRBAC    = "../../hack/agent-node-rbac.yaml"
-	agentPolicyFile  = "../../hack/agent-policy.yaml"
-	agentRBACFile    = "../../hack/rbac.yaml"
+	agentUnitFile    = "../../deploy/kubeadmcfg-agent.service"
+	upgradesDropIn   = "../../deploy/kubeadmcfg-agent.service.d/upgrades.conf"
+	agentNodeRBAC    = "../../deploy/agent-node-rbac.yaml"
+	agentPolicyFile  = "../../deploy/agent-policy.yaml"
+	agentRBACFile    = "../../deploy/rbac.yaml"
 	unitKubeletHook  = "/usr/local/sbin/kubeadmcfg-kubelet-install"
 	unitKubeadmTmpl  = "/usr/local/kubernetes/{version}/bin/kubeadm"
 	unitPluginBinary = "/usr/local/bin/kubectl-kubeadmcfg"
 )
 
-// applyAgentRights applies the agents' rights as docs/rollout.md gives
+// applyAgentRights applies the agents' rights as docs/agent.md gives
 // them for the systemd agents, every control-plane node's own Lease
 // included; the DaemonSet's agents need no more.
 func (c *agentUpgradeCluster) applyAgentRights(t *testing.T) {
@@ -61,13 +61,13 @@ func (c *agentUpgradeCluster) applyAgentRights(t *testing.T) {
 
 // daemonSetIdentity is the identity of the DaemonSet's agent on node: its
 // ServiceAccount, with the node a Pod-bound token names, which
-// hack/agent-policy.yaml ties its Lease to.
+// deploy/agent-policy.yaml ties its Lease to.
 func daemonSetIdentity(node string) []string {
 	return []string{"--as", agentIdentity, "--as-user-extra", "authentication.kubernetes.io/node-name=" + node}
 }
 
 // systemdIdentity is the identity of the systemd agent of node: the user
-// of the certificate hack/kubeadmcfg-agent-kubeconfig.sh makes, in the
+// of the certificate deploy/kubeadmcfg-agent-kubeconfig.sh makes, in the
 // agents' group (TestAgentAsDocumented runs the recipe itself).
 func systemdIdentity(node string) []string {
 	return []string{"--as", "kubeadmcfg-agent:" + node, "--as-group", "kubeadmcfg:agents"}
@@ -211,7 +211,7 @@ done`
 	}
 }
 
-// wantPolicyInForce checks that hack/agent-policy.yaml holds in the
+// wantPolicyInForce checks that deploy/agent-policy.yaml holds in the
 // cluster: the DaemonSet's agent of one node may not change another
 // node's Lease, so that the upgrade's heartbeats, which the agents renew
 // under the same policy, show that it lets them through.

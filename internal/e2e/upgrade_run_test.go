@@ -422,12 +422,12 @@ func TestUpgradeAuditClockSkew(t *testing.T) {
 	}
 }
 
-// TestUpgradeAuditCronJobRole: the Role of hack/upgrade-audit-cronjob.yaml
+// TestUpgradeAuditCronJobRole: the Role of deploy/upgrade-audit-cronjob.yaml
 // is enough to fail a dead runner's step, and grants nothing on Leases but
 // reading the heartbeats.
 func TestUpgradeAuditCronJobRole(t *testing.T) {
 	e := newEnv(t)
-	data, err := os.ReadFile("../../hack/upgrade-audit-cronjob.yaml")
+	data, err := os.ReadFile("../../deploy/upgrade-audit-cronjob.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

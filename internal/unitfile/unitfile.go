@@ -1,6 +1,6 @@
 // Package unitfile reads systemd unit files as systemd does, for the tests
-// of the agent's systemd unit (hack/kubeadmcfg-agent.service) and its
-// drop-ins (hack/kubeadmcfg-agent.service.d): they check its directives and
+// of the agent's systemd unit (deploy/kubeadmcfg-agent.service) and its
+// drop-ins (deploy/kubeadmcfg-agent.service.d): they check its directives and
 // run its command lines as written. Only what those files use is read:
 // sections, comments, directives given more than once, lines continued with
 // a backslash, drop-ins that add to the unit or reset its lists, and

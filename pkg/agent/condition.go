@@ -134,7 +134,7 @@ func (w *conditions) nodeEvent(ctx context.Context, eventType, reason, message s
 
 // stopped leaves the condition Unknown when the agent stops cleanly (with
 // its own bound: the agent is on its way out). A killed agent cannot: the
-// agent-down alert covers it (docs/rollout.md).
+// agent-down alert covers it (docs/agent.md).
 func (w *conditions) stopped() {
 	a := w.a
 	if a.lease == nil || a.lease.Held() != nil {

@@ -27,7 +27,7 @@ import (
 // one binary for every command, and client_golang's packages cost every
 // command, the agent's or not, their start-up (their init registers the
 // default collectors) and half a megabyte of binary; nothing here runs
-// before a scrape. docs/rollout.md ("The alarm") documents each metric.
+// before a scrape. docs/reference/metrics.md documents each metric.
 
 // The metric names.
 const (

@@ -41,7 +41,7 @@ func APIError(err error, verb, object string) error {
 	case apierrors.IsNotFound(err) || code == http.StatusNotFound:
 		return exitcode.NotFoundf("%s not found (check the namespace, the name, and that this is a kubeadm cluster)", object)
 	case apierrors.IsForbidden(err) || code == http.StatusForbidden:
-		return exitcode.New(exitcode.Forbidden, fmt.Errorf("%w (grant %s on it; hack/rbac.yaml has the minimal roles)", err, verb))
+		return exitcode.New(exitcode.Forbidden, fmt.Errorf("%w (grant %s on it; deploy/rbac.yaml has the minimal roles)", err, verb))
 	case apierrors.IsUnauthorized(err) || code == http.StatusUnauthorized:
 		return exitcode.New(exitcode.Forbidden, fmt.Errorf("%w: %w", ErrUnauthorized, err))
 	case apierrors.IsConflict(err):

@@ -126,7 +126,7 @@ func forbidden(verb string) error {
 
 // TestPendingWriteEndsInUnknown (E1): once a write's answer is lost, every
 // way an update can fail for good is exit 7: the watch that would tell is
-// refused (as hack/rbac.yaml did before it granted watch) or ends in an
+// refused (as deploy/rbac.yaml did before it granted watch) or ends in an
 // Error event; the re-read, or the collection read of a create, is
 // refused; the backup before re-sending fails.
 func TestPendingWriteEndsInUnknown(t *testing.T) {

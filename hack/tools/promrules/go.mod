@@ -1,4 +1,4 @@
-// Module promrules tests hack/prometheus-rules.yaml with Prometheus's own
+// Module promrules tests deploy/prometheus-rules.yaml with Prometheus's own
 // rule parser and rule evaluation, apart from the plugin's go.mod, which
 // github.com/prometheus/prometheus would swell.
 module github.com/kubeadmcfg/kubectl-kubeadmcfg/hack/tools/promrules

@@ -1,4 +1,4 @@
-// Package promrules tests hack/prometheus-rules.yaml with Prometheus's own
+// Package promrules tests deploy/prometheus-rules.yaml with Prometheus's own
 // code: its rule parser (model/rulefmt) and its rule manager evaluating
 // every alert against input series over time, as `promtool test rules`
 // does. It is a module of its own so that github.com/prometheus/prometheus
@@ -26,7 +26,7 @@ import (
 )
 
 // ruleFile is the PrometheusRule, as the repository ships it.
-const ruleFile = "../../prometheus-rules.yaml"
+const ruleFile = "../../../deploy/prometheus-rules.yaml"
 
 // groups extracts the PrometheusRule's spec.groups as a Prometheus rule
 // file (the operator hands Prometheus the same), written to a temporary
@@ -62,7 +62,7 @@ func groups(t *testing.T) (path string, content []byte) {
 }
 
 // The rule file is what Prometheus accepts, with no unknown field, and
-// holds the alerts docs/rollout.md names, with their for durations.
+// holds the alerts docs/reference/metrics.md names, with their for durations.
 func TestRulesParse(t *testing.T) {
 	_, content := groups(t)
 	rgs, errs := rulefmt.Parse(content, false, model.UTF8Validation, parser.NewParser(parser.Options{}), promslog.NewNopLogger())

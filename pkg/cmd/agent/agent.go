@@ -28,7 +28,7 @@ import (
 const agentLong = `Run the rollout agent of this control-plane node until stopped.
 
 One agent runs on each control-plane node, as a systemd service or a
-DaemonSet Pod (hack/ has both). It follows the rollout record (the ConfigMap
+DaemonSet Pod (deploy/ has both). It follows the rollout record (the ConfigMap
 kubeadmcfg-rollout, in the namespace of kubeadm-config) and kubeadm-config,
 with one watch each and a read of the record every 30s at most. When it is
 its node's turn in a rollout, it reconfigures the node to the document the
@@ -70,7 +70,7 @@ An agent of a control plane of several nodes whose kubeconfig names its own
 node's API server (its advertise address, its name, or loopback, on its
 bind port) refuses to start (exit 4): that server is down exactly when the
 agent must record its node's outcome. It must reach the API through the
-controlPlaneEndpoint, as the recipe in docs/rollout.md makes its kubeconfig.
+controlPlaneEndpoint, as the recipe in docs/agent.md makes its kubeconfig.
 
 It keeps the condition KubeadmConfigOutOfDate on its own Node ('kubectl
 describe node'): True while the node's control plane does not run the live
@@ -82,7 +82,7 @@ With --metrics-bind-address (127.0.0.1:10268 by default; 0 turns it off) it
 serves Prometheus metrics on /metrics: kubeadmcfg_node_in_sync per
 component, the condition, its last turn's outcome and duration, its
 heartbeat, its certificate's expiry, the rollout's and the upgrade's phase.
-hack/prometheus-rules.yaml alerts on them.
+deploy/prometheus-rules.yaml alerts on them.
 
 On SIGTERM or SIGINT the agent gives a turn in progress --stop-grace to
 finish, then interrupts it (it is rolled back, within --wait per component),
@@ -96,7 +96,7 @@ watch while the API server is away, a write the API refuses) is logged once
 per distinct message, and a refused write is retried with a backoff of up
 to 30s.`
 
-const agentExample = `  # Run this node's agent, as the systemd unit in hack/ does
+const agentExample = `  # Run this node's agent, as the systemd unit in deploy/ does
   kubectl kubeadmcfg agent --kubeconfig /etc/kubernetes/kubeadmcfg-agent.conf
 
   # A node with kubeadm patches, whose components may take 3 minutes to come up

@@ -54,7 +54,7 @@ func refuseOwnServer(server string, node clusterconfig.NodeConfig, controlPlaneN
 	}
 	return exitcode.Conflictf("the kubeconfig's server %s is node %s's own API server, which is down whenever the node's kube-apiserver "+
 		"or etcd member is, and the control plane has %d nodes: give the agent a kubeconfig whose server is the controlPlaneEndpoint "+
-		"(the recipe in docs/rollout.md, \"Running it with systemd\")", server, node.Name, controlPlaneNodes)
+		"(the recipe in docs/agent.md, \"Running it with systemd\")", server, node.Name, controlPlaneNodes)
 }
 
 // ownServer reports whether server, an API server URL, names node's own

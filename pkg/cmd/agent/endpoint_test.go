@@ -18,7 +18,7 @@ func TestRefuseOwnServer(t *testing.T) {
 	refusal := func(server string, nodes string) string {
 		return "the kubeconfig's server " + server + " is node cp-1's own API server, which is down whenever the node's kube-apiserver " +
 			"or etcd member is, and the control plane has " + nodes + " nodes: give the agent a kubeconfig whose server is the controlPlaneEndpoint " +
-			"(the recipe in docs/rollout.md, \"Running it with systemd\")"
+			"(the recipe in docs/agent.md, \"Running it with systemd\")"
 	}
 	for _, tc := range []struct {
 		name   string

@@ -230,7 +230,7 @@ func certificateWarnings(v *View, now time.Time) []string {
 		if !expires.After(now) {
 			when = "expired " + duration.HumanDuration(now.Sub(expires)) + " ago"
 		}
-		out = append(out, fmt.Sprintf("the client certificate of node %s's agent %s (%s): renew it, as docs/rollout.md says (\"Renewing the agent's credentials\")",
+		out = append(out, fmt.Sprintf("the client certificate of node %s's agent %s (%s): renew it, as docs/agent.md says (\"Renewing the agent's credentials\")",
 			r.Name, when, expires.UTC().Format(time.RFC3339)))
 	}
 	return out

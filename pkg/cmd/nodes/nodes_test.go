@@ -95,8 +95,8 @@ func TestCertificateWarnings(t *testing.T) {
 		{Name: "cp-4", Agent: nodestate.Agent{Liveness: nodestate.AgentNone}},
 	}}
 	want := []string{
-		`the client certificate of node cp-1's agent expires in 12d (2026-12-14T12:00:00Z): renew it, as docs/rollout.md says ("Renewing the agent's credentials")`,
-		`the client certificate of node cp-2's agent expired 3d ago (2026-11-29T12:00:00Z): renew it, as docs/rollout.md says ("Renewing the agent's credentials")`,
+		`the client certificate of node cp-1's agent expires in 12d (2026-12-14T12:00:00Z): renew it, as docs/agent.md says ("Renewing the agent's credentials")`,
+		`the client certificate of node cp-2's agent expired 3d ago (2026-11-29T12:00:00Z): renew it, as docs/agent.md says ("Renewing the agent's credentials")`,
 	}
 	if diff := cmp.Diff(want, certificateWarnings(v, now)); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)

@@ -52,7 +52,7 @@ Ages are measured on the API server's clock, as the stamps are written.
 Safe to run from every control-plane node at once: the compare-and-swap lets
 exactly one of them record the transition. With --interval it repeats until
 interrupted, reporting a failed pass and going on. An unparsable updated-at
-is reported (exit 3), never a crash. hack/upgrade-audit-cronjob.yaml runs it
+is reported (exit 3), never a crash. deploy/upgrade-audit-cronjob.yaml runs it
 as a CronJob.`,
 		Example: "  # One pass, failing a step older than 30 minutes\n  kubectl kubeadmcfg upgrade-audit --stuck-after 30m\n\n" +
 			"  # Keep auditing every 30 seconds; a dead runner is failed within a minute\n" +
@@ -138,7 +138,7 @@ func (o *AuditOptions) pass(ctx context.Context) error {
 		return nil
 	}
 	if err == nil && watchErr != nil {
-		return exitcode.WithHint(watchErr, "steps with a runner were not audited; grant get on the heartbeat Leases (hack/rbac.yaml)")
+		return exitcode.WithHint(watchErr, "steps with a runner were not audited; grant get on the heartbeat Leases (deploy/rbac.yaml)")
 	}
 	return err
 }

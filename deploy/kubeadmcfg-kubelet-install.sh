@@ -2,9 +2,9 @@
 # kubeadmcfg-kubelet-install installs this node's kubelet of the release in
 # $KUBEADMCFG_KUBELET_VERSION and restarts it: a node's kubelet step of an
 # upgrade the agents carry out. The agent's drop-in for upgrades,
-# hack/kubeadmcfg-agent.service.d/upgrades.conf, runs it through systemd-run,
+# deploy/kubeadmcfg-agent.service.d/upgrades.conf, runs it through systemd-run,
 # as a service of its own outside the agent's sandbox, with the release in
-# its environment (docs/rollout.md, "Agents that run upgrades").
+# its environment (docs/agent.md, "Agents that run upgrades").
 #
 # Installed as /usr/local/sbin/kubeadmcfg-kubelet-install, it takes the
 # kubelet from the release's own directory, /usr/local/kubernetes/VERSION/bin

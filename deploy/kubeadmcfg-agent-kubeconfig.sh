@@ -2,12 +2,12 @@
 # kubeadmcfg-agent-kubeconfig writes the kubeconfig of this control-plane
 # node's rollout agent, /etc/kubernetes/kubeadmcfg-agent.conf, and renews it:
 # a client certificate of the user kubeadmcfg-agent:NODE in the group
-# kubeadmcfg:agents (hack/rbac.yaml, hack/agent-node-rbac.yaml), signed by
+# kubeadmcfg:agents (deploy/rbac.yaml, deploy/agent-node-rbac.yaml), signed by
 # the cluster's CA with `kubeadm kubeconfig user`, whose server is the
 # cluster's controlPlaneEndpoint: kubeadm is given the ClusterConfiguration of
 # kube-system/kubeadm-config, read with the node's admin.conf. Without it
 # kubeadm would name this node's own API server, which the agent refuses on a
-# control plane of several nodes (docs/rollout.md, "Running it with systemd").
+# control plane of several nodes (docs/agent.md, "Running it with systemd").
 #
 # Run it as root on the node, once by hand, then daily from
 # kubeadmcfg-agent-kubeconfig.timer:
