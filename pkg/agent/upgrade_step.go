@@ -29,7 +29,7 @@ func (w *upgrades) step(ctx context.Context, rec *upgradestate.Record, turn upgr
 	if req.Kind == kubeadmupgrade.KubeletStep {
 		step, host = string(turn.Host), a.cfg.Name
 	}
-	rn, err := w.begin(ctx, rec, step, host, turn.Lost, req.StartPhase)
+	rn, err := w.begin(ctx, step, host, turn.Lost, req.StartPhase)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (w *upgrades) documentSays(ctx context.Context, version string) (bool, erro
 // begin moves the upgrade (or, with host, the node) into step as this
 // agent's run, or takes over the run of an earlier agent of the node
 // (lost), in one write with the phase it starts at.
-func (w *upgrades) begin(ctx context.Context, rec *upgradestate.Record, step, host string, lost *upgradestate.Runner, phase string) (upgradestate.Runner, error) {
+func (w *upgrades) begin(ctx context.Context, step, host string, lost *upgradestate.Runner, phase string) (upgradestate.Runner, error) {
 	a := w.a
 	procs := upgradestate.LocalProcesses()
 	run := upgradestate.Run{ID: a.cfg.Identity, Step: step, Host: host, Interval: heartbeatInterval,
