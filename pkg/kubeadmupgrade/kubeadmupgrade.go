@@ -129,14 +129,14 @@ func Run(ctx context.Context, n Node, req Request) (*Report, error) {
 		return nil, errors.New("kubeadmupgrade: unknown step kind " + string(req.Kind))
 	}
 	s.before = manifestBackups(n.tmpDir())
-	failure := s.run(ctx, table[startIndex(table, req.StartPhase):])
+	var err error
+	if failure := s.run(ctx, table[startIndex(table, req.StartPhase):]); failure != nil {
+		err = s.recover(context.WithoutCancel(ctx), failure)
+	}
 	if req.Kind != KubeletStep {
-		s.prune()
+		s.prune() // after the put-back, which reads this step's backup
 	}
-	if failure == nil {
-		return s.rep, nil
-	}
-	return s.rep, s.recover(context.WithoutCancel(ctx), failure)
+	return s.rep, err
 }
 
 // Phases are the phases of a step of kind, in order, as Request.Phase
