@@ -660,3 +660,19 @@ func TestAStepKeepsTheNewestBackups(t *testing.T) {
 		t.Errorf("backups left (-want +got):\n%s", diff)
 	}
 }
+
+// Once kubeadm-config says the target, a failure of the rest of the
+// upload-config phase (kubeadm's upload of the kubelet's configuration)
+// is past the point of no return: the node is not put back.
+func TestAFailureAfterKubeadmConfigWasWrittenIsNotPutBack(t *testing.T) {
+	n := newTestNode(t)
+	n.fail("upgrade apply phase upload-config kubelet")
+	rep, err := Run(context.Background(), n.node, n.request(Apply))
+	var failed *PhaseError
+	if !errors.As(err, &failed) || failed.Phase != UploadConfig || failed.Back || !rep.NoReturn {
+		t.Fatalf("got %v (%#v), NoReturn %v; want upload-config failed, the node left for a forward recovery", err, failed, rep.NoReturn)
+	}
+	if m := n.read(filepath.Join(n.manifests, "kube-apiserver.yaml")); !strings.Contains(m, ":"+to) {
+		t.Errorf("the node was put back after kubeadm-config said %s:\n%s", to, m)
+	}
+}
