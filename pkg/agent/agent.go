@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -142,8 +143,9 @@ type Agent struct {
 	upgrades   *upgrades
 	state      *states
 	condition  *conditions
-	repeated   map[string]string // the message last logged of a failure that repeats, by key
-	metrics    metrics           // what a scrape reads (metrics.go)
+	repeated   map[string]string     // the message last logged of a failure that repeats, by key
+	scoped     atomic.Pointer[scope] // what the events logged now concern (log.go)
+	metrics    metrics               // what a scrape reads (metrics.go)
 }
 
 // New checks cfg and fills its defaults.
@@ -233,7 +235,8 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 			}, func(err error) {
 				if msg := exitcode.Message(err); msg != failed {
 					failed = msg
-					a.warn("WatchFailed", "following %s: %s; reading it again", f.what, msg)
+					// Beside whatever work runs, and about none: no scope.
+					a.log(Event{Warning: true, Reason: "WatchFailed", Message: fmt.Sprintf("following %s: %s; reading it again", f.what, msg)})
 				}
 			})
 			return nil
