@@ -123,8 +123,8 @@ type Options struct {
 	// none.
 	MetricsBindAddress string
 	// LogFormat is how the agent writes its events on stderr: text, one
-	// line each, or json, one object each, for a log collector that keeps
-	// fields (journald, a DaemonSet's log shipper).
+	// line each, or json, one object each, for a log pipeline that indexes
+	// fields (a DaemonSet's log shipper, a collector reading journald).
 	LogFormat string
 
 	config nodeagent.Config
