@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -108,21 +109,6 @@ type Config struct {
 	Log func(Event)
 }
 
-// Event is one thing the agent did or found, for its log. Transitions of
-// the record are also Kubernetes Events on it, with the same reason.
-type Event struct {
-	// Time is on the API server's clock.
-	Time    time.Time
-	Warning bool
-	// Reason is a CamelCase word: NodeStarted, NodeUpdated, TryExpired,
-	// RecordDamaged, ...
-	Reason  string
-	Message string
-	// Err is the error of pkg/reconfigure the message tells of, if any, so
-	// that the caller can add the flag that fixes it.
-	Err error
-}
-
 // View is what the agent last saw of the ConfigMaps it follows: the newest
 // copy of each it knows, from a watch, a read, or its own last write.
 type View struct {
@@ -157,8 +143,9 @@ type Agent struct {
 	upgrades   *upgrades
 	state      *states
 	condition  *conditions
-	repeated   map[string]string // the message last logged of a failure that repeats, by key
-	metrics    metrics           // what a scrape reads (metrics.go)
+	repeated   map[string]string     // the message last logged of a failure that repeats, by key
+	scoped     atomic.Pointer[scope] // what the events logged now concern (log.go)
+	metrics    metrics               // what a scrape reads (metrics.go)
 }
 
 // New checks cfg and fills its defaults.
@@ -248,7 +235,8 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 			}, func(err error) {
 				if msg := exitcode.Message(err); msg != failed {
 					failed = msg
-					a.warn("WatchFailed", "following %s: %s; reading it again", f.what, msg)
+					// Beside whatever work runs, and about none: no scope.
+					a.log(Event{Warning: true, Reason: "WatchFailed", Message: fmt.Sprintf("following %s: %s; reading it again", f.what, msg)})
 				}
 			})
 			return nil
@@ -461,58 +449,6 @@ func (a *Agent) job(ctx context.Context, fn func(jctx, wctx context.Context)) {
 		cancel()
 	}()
 	fn(jctx, context.WithoutCancel(ctx))
-}
-
-// info and warn hand an event to the log.
-func (a *Agent) info(reason, format string, args ...any) {
-	a.logErr(nil, false, reason, fmt.Sprintf(format, args...))
-}
-
-func (a *Agent) warn(reason, format string, args ...any) {
-	a.logErr(nil, true, reason, fmt.Sprintf(format, args...))
-}
-
-// warnOnce logs a failure that is tried again, once per distinct message
-// for the same reason and subject (what failed): an agent whose writes the
-// API keeps refusing does not flood its log. recovered forgets it once the
-// failure is over, so that the next one is logged.
-func (a *Agent) warnOnce(reason, about, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if a.repeated[reason+"/"+about] == msg {
-		return
-	}
-	a.repeated[reason+"/"+about] = msg
-	a.logErr(nil, true, reason, msg)
-}
-
-func (a *Agent) recovered(reason, about string) { delete(a.repeated, reason+"/"+about) }
-
-// logErr hands an event caused by err to the log.
-func (a *Agent) logErr(err error, warning bool, reason, message string) {
-	if a.cfg.Log != nil {
-		a.cfg.Log(Event{Time: a.cfg.Clock.Now(), Warning: warning, Reason: reason, Message: message, Err: err})
-	}
-}
-
-// event logs what happened and records it as an Event on cm (the record),
-// best effort: a failure to record it is a warning.
-func (a *Agent) event(ctx context.Context, cm *corev1.ConfigMap, warning bool, reason, message string) {
-	a.eventErr(ctx, cm, nil, warning, reason, message)
-}
-
-// eventErr is event, for an event caused by err.
-func (a *Agent) eventErr(ctx context.Context, cm *corev1.ConfigMap, err error, warning bool, reason, message string) {
-	a.logErr(err, warning, reason, message)
-	if cm == nil {
-		return
-	}
-	eventType := corev1.EventTypeNormal
-	if warning {
-		eventType = corev1.EventTypeWarning
-	}
-	if err := a.cfg.Record.Event(context.WithoutCancel(ctx), cm, eventType, reason, message); err != nil {
-		a.warn("EventFailed", "the %s Event could not be recorded: %s", reason, exitcode.Message(err))
-	}
 }
 
 // joinNames lists names for a message: "none" when there are none.

@@ -50,6 +50,7 @@ func (w *rollouts) do(ctx context.Context) time.Duration {
 	if s == nil || !s.Phase.Active() {
 		return 0
 	}
+	defer a.within(scope{rollout: s.ID})()
 	if !a.holds() {
 		return w.backoff()
 	}

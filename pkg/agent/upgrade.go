@@ -44,6 +44,11 @@ func (w *upgrades) do(ctx context.Context) time.Duration {
 	if turn.Kind == upgradestate.TurnNone {
 		return 0
 	}
+	step := string(turn.Step)
+	if turn.Host != "" {
+		step = string(turn.Host)
+	}
+	defer a.within(scope{upgrade: rec.ToVersion, step: step})()
 	if !a.holds() {
 		return w.backoff()
 	}

@@ -129,6 +129,7 @@ func (w *upgrades) begin(ctx context.Context, step, host string, lost *upgradest
 		}
 		return rn, err
 	}
+	a.inPhase(phase)
 	what := "begins"
 	if lost != nil {
 		what = "takes over from " + lost.ID
@@ -140,6 +141,8 @@ func (w *upgrades) begin(ctx context.Context, step, host string, lost *upgradest
 // recordPhase records that the node runs phase of rn's step now.
 func (w *upgrades) recordPhase(ctx context.Context, rn upgradestate.Runner, phase string) error {
 	a := w.a
+	// What follows is this phase's, a failure to record it included.
+	a.inPhase(phase)
 	_, err := w.update(ctx, func(rec *upgradestate.Record) (bool, error) {
 		if rec.RunnerByID(rn.ID) == nil {
 			return false, exitcode.Conflictf("the step is no longer this agent's: someone moved it (the upgrade is in %s)", rec.State)

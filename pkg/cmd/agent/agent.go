@@ -6,7 +6,6 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -91,10 +90,13 @@ deletes its Lease and exits 0.
 
 It logs one line per event on stderr: the API server's time, info or
 warning, a reason (NodeStarted, NodeUpdated, NodeRolledBack, TryExpired,
-RecordDamaged, NodeState, ...) and a message. A failure it tries again (a
-watch while the API server is away, a write the API refuses) is logged once
-per distinct message, and a refused write is retried with a backoff of up
-to 30s.`
+RecordDamaged, NodeState, ...) and a message. With --log-format json it
+writes one JSON object per event instead, for a log collector that keeps
+fields: time, level (INFO or WARN), msg, node, reason, and, when the event
+concerns them, rollout (the rollout's id), upgrade (its target version),
+step, phase and error. A failure it tries again (a watch while the API
+server is away, a write the API refuses) is logged once per distinct
+message, and a refused write is retried with a backoff of up to 30s.`
 
 const agentExample = `  # Run this node's agent, as the systemd unit in deploy/ does
   kubectl kubeadmcfg agent --kubeconfig /etc/kubernetes/kubeadmcfg-agent.conf
@@ -120,9 +122,13 @@ type Options struct {
 	// MetricsBindAddress is where /metrics is served, HOST:PORT; "0" serves
 	// none.
 	MetricsBindAddress string
+	// LogFormat is how the agent writes its events on stderr: text, one
+	// line each, or json, one object each, for a log pipeline that indexes
+	// fields (a DaemonSet's log shipper, a collector reading journald).
+	LogFormat string
 
-	cmd    *cobra.Command
 	config nodeagent.Config
+	log    *printer
 	genericiooptions.IOStreams
 }
 
@@ -131,7 +137,8 @@ func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStream
 	return &Options{Cluster: cluster, ReconfigureFlags: cmdutil.NewReconfigureFlags(),
 		HeartbeatInterval: nodestate.DefaultHeartbeat, StopGrace: nodeagent.DefaultStopGrace,
 		KubeletRestart: strings.Join(kubeadmupgrade.DefaultKubeletRestart, " "), KubeletConfig: "/var/lib/kubelet/config.yaml",
-		KeepKubeadmBackups: kubeadmupgrade.DefaultKeepBackups, MetricsBindAddress: DefaultMetricsBindAddress, IOStreams: streams}
+		KeepKubeadmBackups: kubeadmupgrade.DefaultKeepBackups, MetricsBindAddress: DefaultMetricsBindAddress, LogFormat: logFormatText,
+		IOStreams: streams}
 }
 
 // NewCmdAgent builds the agent command.
@@ -169,14 +176,16 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringSliceVar(&o.IgnorePreflightErrors, "ignore-preflight-errors", o.IgnorePreflightErrors, "Upgrades: kubeadm's preflight checks to ignore on this node, as kubeadm's flag of that name")
 	fs.IntVar(&o.KeepKubeadmBackups, "keep-kubeadm-backups", o.KeepKubeadmBackups, "Upgrades: how many of each kind of backup directory kubeadm leaves in /etc/kubernetes/tmp to keep")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "HOST:PORT to serve Prometheus metrics on (/metrics); 0 serves none")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat,
+		"How the agent writes its events on stderr: text (one line each: time, level, reason, message) or json (one object each, with the keys node, reason, rollout, upgrade, step, phase and error)")
 }
 
 // Complete fills the node name and builds the clients and engines.
 func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
-	o.cmd = cmd
 	if err := o.ReconfigureFlags.Complete(cmd); err != nil {
 		return err
 	}
+	o.log = newPrinter(o.LogFormat, o.ErrOut, o.Node.Name, func(err error) error { return cmdutil.ReconfigureHint(cmd, err) })
 	c, err := o.Cluster.Clients()
 	if err != nil {
 		return err
@@ -210,7 +219,7 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 			Kubelet:               kubeadmupgrade.Kubelet{Restart: strings.Fields(o.KubeletRestart), Config: o.KubeletConfig},
 			IgnorePreflightErrors: o.IgnorePreflightErrors, KeepBackups: o.KeepKubeadmBackups,
 		},
-		Heartbeat: o.HeartbeatInterval, StopGrace: o.StopGrace, Version: version.Version, CertificateExpires: expires, Log: o.logLine,
+		Heartbeat: o.HeartbeatInterval, StopGrace: o.StopGrace, Version: version.Version, CertificateExpires: expires, Log: o.log.print,
 	}
 	return nil
 }
@@ -235,6 +244,9 @@ func (o *Options) Validate() error {
 	if err := validateBindAddress(o.MetricsBindAddress); err != nil {
 		return err
 	}
+	if o.LogFormat != logFormatText && o.LogFormat != logFormatJSON {
+		return exitcode.Usagef("--log-format must be one of %s, %s, not %q", logFormatText, logFormatJSON, o.LogFormat)
+	}
 	return o.ReconfigureFlags.Validate()
 }
 
@@ -247,27 +259,10 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	stop, err := serveMetrics(o.MetricsBindAddress, a.MetricsHandler(), o.logLine)
+	stop, err := serveMetrics(o.MetricsBindAddress, a.MetricsHandler(), o.log.print)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	return a.Run(ctx)
-}
-
-// logLine writes one event as one line on stderr, with the flag that fixes
-// what it reports when there is one.
-func (o *Options) logLine(e nodeagent.Event) {
-	level := "info"
-	if e.Warning {
-		level = "warning"
-	}
-	msg := e.Message
-	if e.Err != nil {
-		plain, hinted := exitcode.Message(e.Err), exitcode.Message(cmdutil.ReconfigureHint(o.cmd, e.Err))
-		if rest, ok := strings.CutPrefix(hinted, plain); ok && rest != "" {
-			msg += " (" + strings.TrimPrefix(rest, "; ") + ")"
-		}
-	}
-	fmt.Fprintf(o.ErrOut, "%s %s %s: %s\n", e.Time.UTC().Format(time.RFC3339), level, e.Reason, strings.ReplaceAll(msg, "\n", " "))
 }

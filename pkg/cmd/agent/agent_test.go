@@ -45,6 +45,9 @@ func TestAgentValidate(t *testing.T) {
 			`--metrics-bind-address must be HOST:PORT with a port of 1-65535 (or 0 to serve no metrics), not "127.0.0.1:http"`},
 		{"metrics on a port out of range", o(func(o *Options) { o.MetricsBindAddress = "127.0.0.1:70000" }),
 			`--metrics-bind-address must be HOST:PORT with a port of 1-65535 (or 0 to serve no metrics), not "127.0.0.1:70000"`},
+		{"log format json", o(func(o *Options) { o.LogFormat = "json" }), ""},
+		{"log format", o(func(o *Options) { o.LogFormat = "logfmt" }), `--log-format must be one of text, json, not "logfmt"`},
+		{"log format in capitals", o(func(o *Options) { o.LogFormat = "JSON" }), `--log-format must be one of text, json, not "JSON"`},
 	})
 }
 
