@@ -28,9 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -197,57 +195,14 @@ func (a *Agent) Identity() string { return a.cfg.Identity }
 // It returns an error when the Lease cannot be taken (another agent of the
 // node is alive: exit code 4) or is taken over while it runs.
 func (a *Agent) Run(ctx context.Context) (err error) {
-	lease, err := a.holdLease(ctx)
-	if err != nil && ctx.Err() != nil {
-		a.info("AgentStopped", "agent %s stopped before it took its lease", a.cfg.Identity)
-		return nil
-	}
-	if err != nil {
+	if held, err := a.start(ctx); !held {
 		return err
 	}
-	a.lease = lease
-	a.publish()
-	a.info("AgentStarted", "agent %s of node %s is running (lease %s)", a.cfg.Identity, a.cfg.Name, nodestate.LeaseName(a.cfg.Name))
-
-	// The followers' ends, one each: nil when told to stop, a panic
-	// recovered in one otherwise, which ends the agent (exit 10).
-	follow, stopFollowing := context.WithCancel(ctx)
-	type follower struct {
-		e    *engine.Engine
-		box  *mailbox
-		what string
-	}
-	follows := []follower{{a.cfg.Record, &a.records, "the rollout record"}, {a.cfg.Config, &a.configs, "kubeadm-config"}}
-	if a.cfg.Upgrade != nil {
-		follows = append(follows, follower{a.cfg.Upgrade, &a.upgradeRecords, "the upgrade record"})
-	}
-	followers, ended := 0, make(chan error, len(follows))
-	for _, f := range follows {
-		followers++
-		crash.Go(func() error {
-			defer crash.Recover(func(err error) { ended <- err })
-			// A watch fails every second or so while the API server is
-			// away: said once per distinct failure, until a read works.
-			failed := ""
-			ended <- f.e.Follow(follow, func(cm *corev1.ConfigMap) {
-				failed = ""
-				f.box.put(cm)
-			}, func(err error) {
-				if msg := exitcode.Message(err); msg != failed {
-					failed = msg
-					// Beside whatever work runs, and about none: no scope.
-					a.log(Event{Warning: true, Reason: "WatchFailed", Message: fmt.Sprintf("following %s: %s; reading it again", f.what, msg)})
-				}
-			})
-			return nil
-		})
-	}
+	fs := a.newFollowers()
+	fs.start(ctx)
 	defer func() {
-		stopFollowing()
-		for ; followers > 0; followers-- {
-			if ferr := <-ended; ferr != nil && err == nil {
-				err = ferr
-			}
+		if ferr := fs.stop(); ferr != nil && err == nil {
+			err = ferr
 		}
 	}()
 
@@ -257,37 +212,25 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		select {
 		case <-ctx.Done():
 			return a.stop()
-		case err := <-lease.Done():
+		case err := <-a.lease.Done():
 			return a.lost(err)
-		case err := <-ended: // Follow ends only with ctx, or a panic
-			followers--
+		case err := <-fs.ended: // Follow ends only with ctx, or a panic
 			_ = a.stop()
 			return err
 		case <-a.configs.ready:
 			a.view.Config, _ = a.configs.take()
 			a.configSeen = true
 		case <-a.records.ready:
-			if cm, _ := a.records.take(); !older(cm, a.view.Rollout) {
-				a.view.Rollout = cm
-			}
+			take(&a.records, &a.view.Rollout)
 		case <-a.upgradeRecords.ready:
-			if cm, _ := a.upgradeRecords.take(); !older(cm, a.view.Upgrade) {
-				a.view.Upgrade = cm
-			}
+			take(&a.upgradeRecords, &a.view.Upgrade)
 		case <-resync.C:
-			if cm, _, err := a.cfg.Record.Current(ctx); err == nil && !older(cm, a.view.Rollout) {
-				a.view.Rollout = cm
-			}
-			if a.cfg.Upgrade != nil {
-				if cm, _, err := a.cfg.Upgrade.Current(ctx); err == nil && !older(cm, a.view.Upgrade) {
-					a.view.Upgrade = cm
-				}
-			}
+			a.reread(ctx)
 		}
 		// A Lease taken over while the loop waited comes first: this agent
 		// acts no more.
 		select {
-		case err := <-lease.Done():
+		case err := <-a.lease.Done():
 			return a.lost(err)
 		default:
 		}
@@ -297,6 +240,52 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 			return a.stop()
 		}
 		resync.Reset(next)
+	}
+}
+
+// start takes the node's Lease and says the agent runs; false, with nil
+// when ctx ended first, when it could not.
+func (a *Agent) start(ctx context.Context) (held bool, err error) {
+	lease, err := a.holdLease(ctx)
+	if err != nil && ctx.Err() != nil {
+		a.info("AgentStopped", "agent %s stopped before it took its lease", a.cfg.Identity)
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	a.lease = lease
+	a.publish()
+	a.info("AgentStarted", "agent %s of node %s is running (lease %s)", a.cfg.Identity, a.cfg.Name, nodestate.LeaseName(a.cfg.Name))
+	return true, nil
+}
+
+// newFollowers are the agent's followers, one per ConfigMap it follows.
+func (a *Agent) newFollowers() *followers {
+	fs := &followers{log: a.log, list: []follower{{a.cfg.Record, &a.records, "the rollout record"}, {a.cfg.Config, &a.configs, "kubeadm-config"}}}
+	if a.cfg.Upgrade != nil {
+		fs.list = append(fs.list, follower{a.cfg.Upgrade, &a.upgradeRecords, "the upgrade record"})
+	}
+	return fs
+}
+
+// take puts the copy in box into *seen, unless it is older.
+func take(box *mailbox, seen **corev1.ConfigMap) {
+	if cm, _ := box.take(); !older(cm, *seen) {
+		*seen = cm
+	}
+}
+
+// reread reads the rollout and upgrade records again on a resync: it
+// catches a watch that stalled.
+func (a *Agent) reread(ctx context.Context) {
+	if cm, _, err := a.cfg.Record.Current(ctx); err == nil && !older(cm, a.view.Rollout) {
+		a.view.Rollout = cm
+	}
+	if a.cfg.Upgrade != nil {
+		if cm, _, err := a.cfg.Upgrade.Current(ctx); err == nil && !older(cm, a.view.Upgrade) {
+			a.view.Upgrade = cm
+		}
 	}
 }
 
@@ -461,44 +450,3 @@ func joinNames(names []string) string {
 
 // stamp renders a recorded time as the record shows it.
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-// older reports whether cm is an older copy than seen: a watch event
-// taken after a fresh read may be. resourceVersions are compared as the
-// decimal numbers the API server hands out; anything else counts as new.
-func older(cm, seen *corev1.ConfigMap) bool {
-	if cm == nil || seen == nil || cm.UID != seen.UID {
-		return false
-	}
-	a, errA := strconv.ParseUint(cm.ResourceVersion, 10, 64)
-	b, errB := strconv.ParseUint(seen.ResourceVersion, 10, 64)
-	return errA == nil && errB == nil && a < b
-}
-
-// mailbox holds the latest copy of a ConfigMap a watch delivered: the
-// agent acts on the newest copy, never on a queue of stale ones.
-type mailbox struct {
-	mu     *sync.Mutex
-	cm     *corev1.ConfigMap
-	filled bool
-	ready  chan struct{}
-}
-
-func newMailbox() mailbox { return mailbox{mu: &sync.Mutex{}, ready: make(chan struct{}, 1)} }
-
-func (m *mailbox) put(cm *corev1.ConfigMap) {
-	m.mu.Lock()
-	m.cm, m.filled = cm, true
-	m.mu.Unlock()
-	select {
-	case m.ready <- struct{}{}:
-	default:
-	}
-}
-
-func (m *mailbox) take() (*corev1.ConfigMap, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	cm, ok := m.cm, m.filled
-	m.filled = false
-	return cm, ok
-}
