@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -120,15 +119,18 @@ type View struct {
 
 // work is one kind of node work. Each pass of the agent's loop runs every
 // work in turn; a work does what the view asks of this node now, if
-// anything (a piece of work on the node goes through Agent.job), and says
-// when it wants to look again without a change: 0 is the next resync.
+// anything (a piece of work on the node goes through env.job), and says
+// when it wants to look again without a change: 0 is the next resync. A
+// work reaches the agent only through env.
 type work interface {
-	do(ctx context.Context) (again time.Duration)
+	do(ctx context.Context, env *env) (again time.Duration)
 }
 
 // Agent is a running node agent. Everything but its mailboxes is owned by
 // the goroutine of Run.
 type Agent struct {
+	*logger // the log every work writes to (env.log)
+
 	cfg   Config
 	lease *engine.HeldLease
 
@@ -141,9 +143,7 @@ type Agent struct {
 	upgrades   *upgrades
 	state      *states
 	condition  *conditions
-	repeated   map[string]string     // the message last logged of a failure that repeats, by key
-	scoped     atomic.Pointer[scope] // what the events logged now concern (log.go)
-	metrics    metrics               // what a scrape reads (metrics.go)
+	metrics    metrics // what a scrape reads (metrics.go)
 }
 
 // New checks cfg and fills its defaults.
@@ -179,8 +179,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Upgrades.Kubeadms.Default == "" {
 		cfg.Upgrades.Kubeadms.Default = cfg.Kubeadm
 	}
-	a := &Agent{cfg: cfg, records: newMailbox(), configs: newMailbox(), upgradeRecords: newMailbox(), repeated: map[string]string{}}
-	a.rollouts, a.upgrades, a.state, a.condition = &rollouts{a: a}, &upgrades{a: a}, &states{a: a}, &conditions{a: a}
+	a := &Agent{cfg: cfg, records: newMailbox(), configs: newMailbox(), upgradeRecords: newMailbox()}
+	a.logger = &logger{cfg: &a.cfg, repeated: map[string]string{}}
+	a.rollouts, a.upgrades, a.state, a.condition = &rollouts{}, &upgrades{}, &states{}, &conditions{}
 	// The condition is judged from the state the state work has just found.
 	a.works = []work{a.rollouts, a.upgrades, a.state, a.condition}
 	return a, nil
@@ -300,9 +301,9 @@ func (a *Agent) lost(err error) error {
 // pass runs every work once, in order, and returns the time until the next
 // pass without a change: Resync, or sooner when a work asks.
 func (a *Agent) pass(ctx context.Context) time.Duration {
-	next := a.cfg.Resync
+	next, env := a.cfg.Resync, a.env()
 	for _, w := range a.works {
-		if again := w.do(ctx); again > 0 {
+		if again := w.do(ctx, env); again > 0 {
 			next = min(next, again)
 		}
 	}
@@ -398,7 +399,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // it any more), and the Lease goes, so that no one takes this agent for
 // lost.
 func (a *Agent) stop() error {
-	a.condition.stopped()
+	a.condition.stopped(a.env())
 	if err := a.lease.Stop(); err != nil {
 		a.warn("AgentStopped", "agent %s stopped, but its lease stays: %s", a.cfg.Identity, exitcode.Message(err))
 		return nil

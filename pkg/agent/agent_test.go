@@ -224,7 +224,7 @@ func TestAgentRestoresTheDocumentOnce(t *testing.T) {
 			rec := reverting(t)
 			a, client, logged := testAgent(t, rec, []byte(tc.live))
 			hold(t, a)
-			a.rollouts.restoreDocument(context.Background(), rec)
+			a.rollouts.restoreDocument(context.Background(), a.env(), rec)
 			got, live := read(t, client)
 			if live != tc.want {
 				t.Errorf("kubeadm-config holds:\n%s\nwant:\n%s", live, tc.want)
@@ -233,7 +233,7 @@ func TestAgentRestoresTheDocumentOnce(t *testing.T) {
 				t.Errorf("record: restored %v, message %q; want %q", got.Status.DocumentRestored, got.Status.Message, tc.message)
 			}
 			// A second agent, on the record it read before: nothing more.
-			a.rollouts.restoreDocument(context.Background(), rec)
+			a.rollouts.restoreDocument(context.Background(), a.env(), rec)
 			if again, live2 := read(t, client); live2 != tc.want || again.Status.Message != tc.message {
 				t.Errorf("the second pass changed something: %q, %q", live2, again.Status.Message)
 			}
@@ -250,8 +250,8 @@ func TestAgentReportsADamagedRecordOnce(t *testing.T) {
 	a, client, logged := testAgent(t, nil, rollouttest.DocV1)
 	a.view.Rollout = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: rollout.DefaultConfigMap, ResourceVersion: "5"},
 		Data: map[string]string{rollout.KeyStatus: "nodes: [[["}}
-	a.rollouts.do(context.Background())
-	a.rollouts.do(context.Background())
+	a.rollouts.do(context.Background(), a.env())
+	a.rollouts.do(context.Background(), a.env())
 	if n := logged.count("RecordDamaged"); n != 1 {
 		t.Fatalf("RecordDamaged logged %d times, want once: %+v", n, logged.all())
 	}
@@ -265,7 +265,7 @@ func TestAgentReportsADamagedRecordOnce(t *testing.T) {
 		t.Errorf("want one RecordDamaged Event on the record: %+v, %v", events, err)
 	}
 	a.view.Rollout.ResourceVersion = "6"
-	a.rollouts.do(context.Background())
+	a.rollouts.do(context.Background(), a.env())
 	if n := logged.count("RecordDamaged"); n != 2 {
 		t.Errorf("a new version of the damaged record was not reported: %d", n)
 	}
@@ -280,8 +280,8 @@ func TestAgentExpiresATryOnce(t *testing.T) {
 	}
 	a, client, logged := testAgent(t, r, rollouttest.DocV2) // its clock is at 100s, the deadline at 42s
 	hold(t, a)
-	a.rollouts.expireTry(context.Background())
-	a.rollouts.expireTry(context.Background())
+	a.rollouts.expireTry(context.Background(), a.env())
+	a.rollouts.expireTry(context.Background(), a.env())
 	got, _ := read(t, client)
 	if got.Status.Kind != rollout.KindRevert || got.Status.StartedBy != "agent/cp-0/1" {
 		t.Fatalf("want a revert started by the agent, got %+v", got.Status)
@@ -409,7 +409,7 @@ func TestAgentAppliesThePinnedTarget(t *testing.T) {
 	a, _, _ := testAgent(t, r, rollouttest.DocV3) // someone patched meanwhile
 	a.view.Config = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{UID: "uid-1", ResourceVersion: "900"},
 		Data: map[string]string{engine.DefaultKey: string(rollouttest.DocV3)}}
-	req := a.rollouts.request(r, nil)
+	req := a.rollouts.request(a.env(), r, nil)
 	p := req.Source.Pinned
 	if p == nil || p.Data[engine.DefaultKey] != string(rollouttest.DocV2) || p.ResourceVersion != "812" || p.UID != "uid-1" ||
 		p.Namespace != "kube-system" || p.Name != "kubeadm-config" {
@@ -439,12 +439,12 @@ func TestAgentActsOnItsOwnLastWrite(t *testing.T) {
 	}
 	// cp-0's turn; in an empty manifests directory it fails unchanged, and
 	// the rollout with it.
-	a.rollouts.do(ctx)
+	a.rollouts.do(ctx, a.env())
 	if got, _ := read(t, client); got.Status.Phase != rollout.Failed || got.Status.Nodes[0].Phase != rollout.NodeRolledBack {
 		t.Fatalf("want cp-0 RolledBack and the rollout rollout.Failed, got %+v", got.Status)
 	}
 	before := len(logged.all())
-	a.rollouts.do(ctx) // as a change of kubeadm-config has it act
+	a.rollouts.do(ctx, a.env()) // as a change of kubeadm-config has it act
 	for _, e := range logged.all()[before:] {
 		t.Errorf("the agent acted again on the copy that began its turn: %s: %s", e.Reason, e.Message)
 	}

@@ -27,8 +27,6 @@ const (
 // Node is written only when the condition's status, reason or message
 // change: never on a resync that finds nothing new.
 type conditions struct {
-	a *Agent
-
 	read    bool                   // the Node's condition was read (at start, and again after a failed write)
 	uid     types.UID              // the Node's, for its Events
 	shown   *corev1.NodeCondition  // the condition as the Node shows it, as last read or written
@@ -38,22 +36,21 @@ type conditions struct {
 }
 
 // do judges the condition and writes it when it changed.
-func (w *conditions) do(ctx context.Context) time.Duration {
-	a := w.a
-	if !a.configSeen {
+func (w *conditions) do(ctx context.Context, e *env) time.Duration {
+	if !e.configSeen {
 		// Nothing to judge before kubeadm-config was first read: the state
 		// would say it was not found.
 		return 0
 	}
-	w.current = nodestate.OutOfDate(a.cfg.Name, a.state.last, lastRollout(a.view.Rollout))
-	if !a.holds() {
-		return w.backoff()
+	w.current = nodestate.OutOfDate(e.cfg.Name, e.nodeState(), lastRollout(e.view.Rollout))
+	if !e.holds() {
+		return w.backoff(e)
 	}
-	if !w.readNode(ctx) {
-		return w.backoff()
+	if !w.readNode(ctx, e) {
+		return w.backoff(e)
 	}
-	if !w.write(ctx, w.current) {
-		return w.backoff()
+	if !w.write(ctx, e, w.current) {
+		return w.backoff(e)
 	}
 	w.refused = 0
 	return 0
@@ -62,18 +59,17 @@ func (w *conditions) do(ctx context.Context) time.Duration {
 // readNode reads the condition the Node shows, once: a restarted agent
 // finds what its predecessor wrote, and neither writes it again nor
 // repeats its Event.
-func (w *conditions) readNode(ctx context.Context) bool {
-	a := w.a
+func (w *conditions) readNode(ctx context.Context, e *env) bool {
 	if w.read {
 		return true
 	}
-	c, uid, err := a.cfg.Record.NodeCondition(ctx, a.cfg.Name, nodestate.ConditionType)
+	c, uid, err := e.cfg.Record.NodeCondition(ctx, e.cfg.Name, nodestate.ConditionType)
 	if err != nil {
-		a.warnOnce("ConditionFailed", "read", "cannot read the condition %s of node %s: %s; trying again",
-			nodestate.ConditionType, a.cfg.Name, exitcode.Message(err))
+		e.log.warnOnce("ConditionFailed", "read", "cannot read the condition %s of node %s: %s; trying again",
+			nodestate.ConditionType, e.cfg.Name, exitcode.Message(err))
 		return false
 	}
-	a.recovered("ConditionFailed", "read")
+	e.log.recovered("ConditionFailed", "read")
 	w.read, w.uid, w.shown = true, uid, c
 	if c != nil && (c.Status == corev1.ConditionTrue || c.Status == corev1.ConditionFalse) {
 		w.verdict = c.Status
@@ -84,27 +80,26 @@ func (w *conditions) readNode(ctx context.Context) bool {
 // write puts c on the Node unless it shows it already, keeping the time of
 // the last transition unless the status changes, and records the Event of
 // a transition once the Node shows it.
-func (w *conditions) write(ctx context.Context, c nodestate.Condition) bool {
-	a := w.a
+func (w *conditions) write(ctx context.Context, e *env, c nodestate.Condition) bool {
 	if s := w.shown; s != nil && s.Status == c.Status && s.Reason == c.Reason && s.Message == c.Message {
 		return true
 	}
-	now := metav1.NewTime(a.cfg.Clock.Now().Truncate(time.Second))
+	now := metav1.NewTime(e.cfg.Clock.Now().Truncate(time.Second))
 	next := corev1.NodeCondition{Type: nodestate.ConditionType, Status: c.Status, Reason: c.Reason, Message: c.Message,
 		LastHeartbeatTime: now, LastTransitionTime: now}
 	if s := w.shown; s != nil && s.Status == c.Status {
 		next.LastTransitionTime = s.LastTransitionTime
 	}
-	uid, err := a.cfg.Record.SetNodeCondition(ctx, a.cfg.Name, next)
+	uid, err := e.cfg.Record.SetNodeCondition(ctx, e.cfg.Name, next)
 	if err != nil {
-		a.warnOnce("ConditionFailed", "write", "cannot set the condition %s of node %s: %s; trying again",
-			nodestate.ConditionType, a.cfg.Name, exitcode.Message(err))
+		e.log.warnOnce("ConditionFailed", "write", "cannot set the condition %s of node %s: %s; trying again",
+			nodestate.ConditionType, e.cfg.Name, exitcode.Message(err))
 		return false
 	}
-	a.recovered("ConditionFailed", "write")
+	e.log.recovered("ConditionFailed", "write")
 	w.uid, w.shown = uid, &next
-	a.info("NodeCondition", "node %s: %s=%s (%s): %s", a.cfg.Name, nodestate.ConditionType, c.Status, c.Reason, c.Message)
-	w.transition(ctx, c)
+	e.log.info("NodeCondition", "node %s: %s=%s (%s): %s", e.cfg.Name, nodestate.ConditionType, c.Status, c.Reason, c.Message)
+	w.transition(ctx, e, c)
 	return true
 }
 
@@ -112,12 +107,12 @@ func (w *conditions) write(ctx context.Context, c nodestate.Condition) bool {
 // out of date (from in date, or from nothing known), or back in date from
 // out of date. Unknown is no verdict: an agent that could not tell for a
 // while says nothing again when it finds what it found before.
-func (w *conditions) transition(ctx context.Context, c nodestate.Condition) {
+func (w *conditions) transition(ctx context.Context, e *env, c nodestate.Condition) {
 	switch {
 	case c.Status == corev1.ConditionTrue && w.verdict != corev1.ConditionTrue:
-		w.nodeEvent(ctx, corev1.EventTypeWarning, EventOutOfDate, c.Message)
+		w.nodeEvent(ctx, e, corev1.EventTypeWarning, EventOutOfDate, c.Message)
 	case c.Status == corev1.ConditionFalse && w.verdict == corev1.ConditionTrue:
-		w.nodeEvent(ctx, corev1.EventTypeNormal, EventInSync, c.Message)
+		w.nodeEvent(ctx, e, corev1.EventTypeNormal, EventInSync, c.Message)
 	}
 	if c.Status != corev1.ConditionUnknown {
 		w.verdict = c.Status
@@ -125,33 +120,31 @@ func (w *conditions) transition(ctx context.Context, c nodestate.Condition) {
 }
 
 // nodeEvent records an Event on the Node, best effort, as the record's.
-func (w *conditions) nodeEvent(ctx context.Context, eventType, reason, message string) {
-	a := w.a
-	if err := a.cfg.Record.NodeEvent(context.WithoutCancel(ctx), a.cfg.Name, w.uid, a.cfg.Identity, eventType, reason, "Check", message); err != nil {
-		a.warn("EventFailed", "the %s Event on node %s could not be recorded: %s", reason, a.cfg.Name, exitcode.Message(err))
+func (w *conditions) nodeEvent(ctx context.Context, e *env, eventType, reason, message string) {
+	if err := e.cfg.Record.NodeEvent(context.WithoutCancel(ctx), e.cfg.Name, w.uid, e.cfg.Identity, eventType, reason, "Check", message); err != nil {
+		e.log.warn("EventFailed", "the %s Event on node %s could not be recorded: %s", reason, e.cfg.Name, exitcode.Message(err))
 	}
 }
 
 // stopped leaves the condition Unknown when the agent stops cleanly (with
 // its own bound: the agent is on its way out). A killed agent cannot: the
 // agent-down alert covers it (docs/agent.md).
-func (w *conditions) stopped() {
-	a := w.a
-	if a.lease == nil || a.lease.Held() != nil {
+func (w *conditions) stopped(e *env) {
+	if e.lease == nil || e.lease.Held() != nil {
 		return // another agent of the node may be writing it
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if w.readNode(ctx) {
-		w.write(ctx, nodestate.Stopped(a.cfg.Name, a.cfg.Identity))
+	if w.readNode(ctx, e) {
+		w.write(ctx, e, nodestate.Stopped(e.cfg.Name, e.cfg.Identity))
 	}
 }
 
 // backoff is the wait before trying again after a failed read or write:
 // one second, doubling, up to Resync.
-func (w *conditions) backoff() time.Duration {
+func (w *conditions) backoff(e *env) time.Duration {
 	w.refused++
-	return min(time.Second<<min(w.refused-1, 10), w.a.cfg.Resync)
+	return min(time.Second<<min(w.refused-1, 10), e.cfg.Resync)
 }
 
 // lastRollout is the rollout record's current or last rollout, nil when

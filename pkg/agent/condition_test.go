@@ -93,7 +93,7 @@ func TestAgentKeepsItsNodeCondition(t *testing.T) {
 		{"a resync in date", inSync, want{corev1.ConditionFalse, nodestate.ReasonInSync, 4, back}},
 	} {
 		a.state.last = s.st
-		if again := a.condition.do(ctx); again != 0 {
+		if again := a.condition.do(ctx, a.env()); again != 0 {
 			t.Fatalf("%s: the work asks to look again in %s: a write failed", s.name, again)
 		}
 		c := nodeCondition(t, client)
@@ -114,12 +114,12 @@ func TestAgentKeepsItsNodeCondition(t *testing.T) {
 	b, _, _ := testAgent(t, nil, rollouttest.DocV1)
 	b.cfg.Record, b.configSeen, b.lease = a.cfg.Record, true, a.lease
 	b.state.last = inSync
-	b.condition.do(ctx)
+	b.condition.do(ctx, b.env())
 	if patches, events := nodeWrites(t, client); patches != 4 || len(events) != 2 {
 		t.Errorf("a restarted agent finding the same wrote %d times in all (want 4) and recorded %v", patches, events)
 	}
 	// Stopped cleanly, it leaves the condition Unknown, without an Event.
-	b.condition.stopped()
+	b.condition.stopped(b.env())
 	if c := nodeCondition(t, client); c.Status != corev1.ConditionUnknown || c.Reason != nodestate.ReasonAgentStopped {
 		t.Errorf("after a clean stop: %+v", c)
 	}
@@ -136,7 +136,7 @@ func TestAgentRetriesItsNodeCondition(t *testing.T) {
 	a.state.last = &nodestate.State{InSync: true}
 	var waits []string
 	for range 3 {
-		waits = append(waits, a.condition.do(context.Background()).String())
+		waits = append(waits, a.condition.do(context.Background(), a.env()).String())
 	}
 	if diff := cmp.Diff([]string{"1s", "2s", "4s"}, waits); diff != "" {
 		t.Errorf("backoff (-want +got)\n%s", diff)

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,15 @@ type Event struct {
 	Upgrade, Step, Phase string
 }
 
+// logger hands the agent's events to Config.Log, with what the work acting
+// now concerns, and records those that are Kubernetes Events too. Works
+// log through it (env.log); it is shared by the whole agent.
+type logger struct {
+	cfg      *Config
+	repeated map[string]string     // the message last logged of a failure that repeats, by key
+	scoped   atomic.Pointer[scope] // what the events logged now concern
+}
+
 // scope is what the events logged now concern besides the agent's node:
 // the rollout whose record the rollouts work acts on; the upgrade, step
 // and phase the upgrades work runs. A work sets it while it acts, so that
@@ -48,76 +58,76 @@ type scope struct {
 
 // within has the events logged from now on concern s, until done is called,
 // which puts back what they concerned before.
-func (a *Agent) within(s scope) (done func()) {
-	before := a.scoped.Swap(&s)
-	return func() { a.scoped.Store(before) }
+func (l *logger) within(s scope) (done func()) {
+	before := l.scoped.Swap(&s)
+	return func() { l.scoped.Store(before) }
 }
 
 // inPhase has the events logged from now on concern phase of the upgrade
 // step in progress, until the upgrades work's within is done.
-func (a *Agent) inPhase(phase string) {
-	s := a.currentScope()
+func (l *logger) inPhase(phase string) {
+	s := l.currentScope()
 	s.phase = phase
-	a.scoped.Store(&s)
+	l.scoped.Store(&s)
 }
 
 // currentScope is what the events logged now concern.
-func (a *Agent) currentScope() scope {
-	if s := a.scoped.Load(); s != nil {
+func (l *logger) currentScope() scope {
+	if s := l.scoped.Load(); s != nil {
 		return *s
 	}
 	return scope{}
 }
 
 // info and warn hand an event to the log.
-func (a *Agent) info(reason, format string, args ...any) {
-	a.logErr(nil, false, reason, fmt.Sprintf(format, args...))
+func (l *logger) info(reason, format string, args ...any) {
+	l.logErr(nil, false, reason, fmt.Sprintf(format, args...))
 }
 
-func (a *Agent) warn(reason, format string, args ...any) {
-	a.logErr(nil, true, reason, fmt.Sprintf(format, args...))
+func (l *logger) warn(reason, format string, args ...any) {
+	l.logErr(nil, true, reason, fmt.Sprintf(format, args...))
 }
 
 // warnOnce logs a failure that is tried again, once per distinct message
 // for the same reason and subject (what failed): an agent whose writes the
 // API keeps refusing does not flood its log. recovered forgets it once the
 // failure is over, so that the next one is logged.
-func (a *Agent) warnOnce(reason, about, format string, args ...any) {
+func (l *logger) warnOnce(reason, about, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	if a.repeated[reason+"/"+about] == msg {
+	if l.repeated[reason+"/"+about] == msg {
 		return
 	}
-	a.repeated[reason+"/"+about] = msg
-	a.logErr(nil, true, reason, msg)
+	l.repeated[reason+"/"+about] = msg
+	l.logErr(nil, true, reason, msg)
 }
 
-func (a *Agent) recovered(reason, about string) { delete(a.repeated, reason+"/"+about) }
+func (l *logger) recovered(reason, about string) { delete(l.repeated, reason+"/"+about) }
 
 // logErr hands an event caused by err to the log, with what the work
 // acting now concerns.
-func (a *Agent) logErr(err error, warning bool, reason, message string) {
-	s := a.currentScope()
-	a.log(Event{Warning: warning, Reason: reason, Message: message, Err: err,
+func (l *logger) logErr(err error, warning bool, reason, message string) {
+	s := l.currentScope()
+	l.log(Event{Warning: warning, Reason: reason, Message: message, Err: err,
 		Rollout: s.rollout, Upgrade: s.upgrade, Step: s.step, Phase: s.phase})
 }
 
 // log hands e to the log as it is, stamped with the server's time.
-func (a *Agent) log(e Event) {
-	if a.cfg.Log != nil {
-		e.Time = a.cfg.Clock.Now()
-		a.cfg.Log(e)
+func (l *logger) log(e Event) {
+	if l.cfg.Log != nil {
+		e.Time = l.cfg.Clock.Now()
+		l.cfg.Log(e)
 	}
 }
 
 // event logs what happened and records it as an Event on cm (the record),
 // best effort: a failure to record it is a warning.
-func (a *Agent) event(ctx context.Context, cm *corev1.ConfigMap, warning bool, reason, message string) {
-	a.eventErr(ctx, cm, nil, warning, reason, message)
+func (l *logger) event(ctx context.Context, cm *corev1.ConfigMap, warning bool, reason, message string) {
+	l.eventErr(ctx, cm, nil, warning, reason, message)
 }
 
 // eventErr is event, for an event caused by err.
-func (a *Agent) eventErr(ctx context.Context, cm *corev1.ConfigMap, err error, warning bool, reason, message string) {
-	a.logErr(err, warning, reason, message)
+func (l *logger) eventErr(ctx context.Context, cm *corev1.ConfigMap, err error, warning bool, reason, message string) {
+	l.logErr(err, warning, reason, message)
 	if cm == nil {
 		return
 	}
@@ -125,7 +135,19 @@ func (a *Agent) eventErr(ctx context.Context, cm *corev1.ConfigMap, err error, w
 	if warning {
 		eventType = corev1.EventTypeWarning
 	}
-	if err := a.cfg.Record.Event(context.WithoutCancel(ctx), cm, eventType, reason, message); err != nil {
-		a.warn("EventFailed", "the %s Event could not be recorded: %s", reason, exitcode.Message(err))
+	if err := l.cfg.Record.Event(context.WithoutCancel(ctx), cm, eventType, reason, message); err != nil {
+		l.warn("EventFailed", "the %s Event could not be recorded: %s", reason, exitcode.Message(err))
+	}
+}
+
+// upgradeEvent logs and records an Event on the upgrade record.
+func (l *logger) upgradeEvent(ctx context.Context, cm *corev1.ConfigMap, warning bool, reason, message string) {
+	l.logErr(nil, warning, reason, message)
+	eventType := corev1.EventTypeNormal
+	if warning {
+		eventType = corev1.EventTypeWarning
+	}
+	if err := l.cfg.Upgrade.Event(context.WithoutCancel(ctx), cm, eventType, reason, message); err != nil {
+		l.warn("EventFailed", "the %s Event could not be recorded: %s", reason, exitcode.Message(err))
 	}
 }

@@ -41,7 +41,7 @@ func TestAgentLogsTheRolloutOfATurn(t *testing.T) {
 	a.view.Rollout, a.view.Config = currentRecord(t, client), currentConfig(t, client)
 	before := len(logged.all())
 	// cp-0's turn; in an empty manifests directory it fails unchanged.
-	a.rollouts.do(context.Background())
+	a.rollouts.do(context.Background(), a.env())
 	a.info("AfterTheWork", "logged once the rollouts work is done")
 
 	events := logged.all()[before:]
@@ -101,7 +101,7 @@ func TestAgentLogsTheUpgradeStepAndPhase(t *testing.T) {
 	}
 	hold(t, a)
 	before := len(logged.all())
-	a.upgrades.do(context.Background())
+	a.upgrades.do(context.Background(), a.env())
 	a.info("AfterTheWork", "logged once the upgrades work is done")
 
 	var got []string

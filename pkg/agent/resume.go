@@ -33,13 +33,13 @@ import (
 // in progress), defers a resume the same way: the entry stays as the
 // earlier agent left it, nothing is put back, and the resume is tried again
 // on the next change or resync (notBegun's rule, endsTurn).
-func (w *rollouts) resume(ctx context.Context, r *rollout.Record, entry rollout.Node) {
-	a, s, node := w.a, r.Status, w.a.cfg.Name
-	a.job(ctx, func(jctx, wctx context.Context) {
-		before, berr := w.preRollout(entry)
+func (w *rollouts) resume(ctx context.Context, e *env, r *rollout.Record, entry rollout.Node) {
+	s, node := r.Status, e.cfg.Name
+	e.job(ctx, func(jctx, wctx context.Context) {
+		before, berr := w.preRollout(e, entry)
 		resumed := false
-		rep, err := reconfigure.Run(jctx, a.nodeFor(r.Target), w.request(r, func([]string, string) error {
-			if err := w.resumeNode(jctx, s, entry); err != nil {
+		rep, err := reconfigure.Run(jctx, e.nodeFor(r.Target), w.request(e, r, func([]string, string) error {
+			if err := w.resumeNode(jctx, e, s, entry); err != nil {
 				return err
 			}
 			resumed = true
@@ -47,12 +47,12 @@ func (w *rollouts) resume(ctx context.Context, r *rollout.Record, entry rollout.
 		}))
 		if !resumed {
 			if !endsTurn(err) {
-				w.deferred(err, "node %s is in progress in %s %d, but cannot be resumed yet: %s", node, s.Kind, s.ID)
+				w.deferred(e, err, "node %s is in progress in %s %d, but cannot be resumed yet: %s", node, s.Kind, s.ID)
 				return
 			}
 			// It cannot be completed: put it back, which is a resume too.
-			if rerr := w.resumeNode(wctx, s, entry); rerr != nil {
-				w.deferred(rerr, "node %s is in progress in %s %d, but cannot be resumed yet: %s", node, s.Kind, s.ID)
+			if rerr := w.resumeNode(wctx, e, s, entry); rerr != nil {
+				w.deferred(e, rerr, "node %s is in progress in %s %d, but cannot be resumed yet: %s", node, s.Kind, s.ID)
 				return
 			}
 		}
@@ -64,9 +64,9 @@ func (w *rollouts) resume(ctx context.Context, r *rollout.Record, entry rollout.
 			if len(entry.Components) > 0 {
 				planned, err = controlplane.ParseComponents(entry.Components)
 			}
-			err = errors.Join(err, controlplane.WaitHealthy(jctx, rep.Plan, planned, controlplane.Options{Node: node, Pods: a.cfg.Config, Wait: a.cfg.Wait,
-				Progress: func(e controlplane.Event) {
-					a.progress(reconfigure.Event{Kind: reconfigure.EventComponent, Component: e})
+			err = errors.Join(err, controlplane.WaitHealthy(jctx, rep.Plan, planned, controlplane.Options{Node: node, Pods: e.cfg.Config, Wait: e.cfg.Wait,
+				Progress: func(ev controlplane.Event) {
+					e.progress(reconfigure.Event{Kind: reconfigure.EventComponent, Component: ev})
 				}}))
 		}
 		if err == nil {
@@ -75,28 +75,28 @@ func (w *rollouts) resume(ctx context.Context, r *rollout.Record, entry rollout.
 			if len(o.Components) > 0 {
 				o.Phase = rollout.NodeUpdated
 			}
-			o.Message = strings.TrimPrefix(strings.Join([]string{"resumed by " + a.cfg.Identity, o.Message}, "; "), "; ")
-			w.finish(wctx, s.ID, o, nil)
+			o.Message = strings.TrimPrefix(strings.Join([]string{"resumed by " + e.cfg.Identity, o.Message}, "; "), "; ")
+			w.finish(wctx, e, s.ID, o, nil)
 			return
 		}
 		why := "the resumed turn could not be completed: " + exitcode.Message(err)
 		if berr != nil {
-			w.finish(wctx, s.ID, rollout.Outcome{Phase: rollout.NodeRollbackFailed, Components: entry.Components,
+			w.finish(wctx, e, s.ID, rollout.Outcome{Phase: rollout.NodeRollbackFailed, Components: entry.Components,
 				Message: why + "; and the manifests from before the rollout cannot be read: " + exitcode.Message(berr)}, err)
 			return
 		}
-		a.warn("PuttingBack", "%s; putting node %s back on its manifests from before the rollout", why, node)
-		_, perr := reconfigure.PutBack(wctx, a.cfg.Node, reconfigure.PutBackRequest{Manifests: before, Wait: a.cfg.Wait, Progress: a.progress})
+		e.log.warn("PuttingBack", "%s; putting node %s back on its manifests from before the rollout", why, node)
+		_, perr := reconfigure.PutBack(wctx, e.cfg.Node, reconfigure.PutBackRequest{Manifests: before, Wait: e.cfg.Wait, Progress: e.progress})
 		switch {
 		case perr != nil && errors.As(perr, new(*reconfigure.StageError)) && !endsTurn(perr):
 			// Refused before it changed anything, for what passes by itself:
 			// the node stays in progress and is resumed again.
-			w.deferred(perr, "node %s could not be put back yet: %s", node)
+			w.deferred(e, perr, "node %s could not be put back yet: %s", node)
 		case perr != nil:
-			w.finish(wctx, s.ID, rollout.Outcome{Phase: rollout.NodeRollbackFailed, Components: entry.Components,
+			w.finish(wctx, e, s.ID, rollout.Outcome{Phase: rollout.NodeRollbackFailed, Components: entry.Components,
 				Message: why + "; putting back the manifests from before the rollout failed: " + exitcode.Message(perr)}, perr)
 		default:
-			w.finish(wctx, s.ID, rollout.Outcome{Phase: rollout.NodeRolledBack, Components: entry.Components,
+			w.finish(wctx, e, s.ID, rollout.Outcome{Phase: rollout.NodeRolledBack, Components: entry.Components,
 				Message: why + "; the node is back on its manifests from before the rollout"}, err)
 		}
 	})
@@ -104,19 +104,19 @@ func (w *rollouts) resume(ctx context.Context, r *rollout.Record, entry rollout.
 
 // resumeNode records that this agent resumes the node (ResumeNode), with
 // its Event.
-func (w *rollouts) resumeNode(ctx context.Context, s *rollout.Status, entry rollout.Node) error {
-	a, node := w.a, w.a.cfg.Name
-	if !a.holds() {
+func (w *rollouts) resumeNode(ctx context.Context, e *env, s *rollout.Status, entry rollout.Node) error {
+	node := e.cfg.Name
+	if !e.holds() {
 		return errNotHeld
 	}
-	cm, _, err := w.updateOwn(ctx, func(r *rollout.Record, node string, c rollout.Clock) error {
+	cm, _, err := w.updateOwn(ctx, e, func(r *rollout.Record, node string, c rollout.Clock) error {
 		return r.ResumeNode(c, s.ID, node)
 	})
 	if err != nil {
 		return err
 	}
-	a.event(ctx, cm, false, "NodeResumed", fmt.Sprintf("agent %s resumes node %s in %s %d (started by %s at %s)",
-		a.cfg.Identity, node, s.Kind, s.ID, entry.Agent, stamp(entry.StartedAt)))
+	e.log.event(ctx, cm, false, "NodeResumed", fmt.Sprintf("agent %s resumes node %s in %s %d (started by %s at %s)",
+		e.cfg.Identity, node, s.Kind, s.ID, entry.Agent, stamp(entry.StartedAt)))
 	return nil
 }
 
@@ -125,20 +125,19 @@ func (w *rollouts) resumeNode(ctx context.Context, s *rollout.Status, entry roll
 // earlier agent replaced it), else the manifest it runs now (it was never
 // replaced). The etcd member is put back only when it was replaced: it is
 // left alone otherwise.
-func (w *rollouts) preRollout(entry rollout.Node) (map[controlplane.Component][]byte, error) {
-	a := w.a
+func (w *rollouts) preRollout(e *env, entry rollout.Node) (map[controlplane.Component][]byte, error) {
 	out := map[controlplane.Component][]byte{}
 	if entry.Backup != "" {
-		names, err := a.cfg.Store.Manifests(entry.Backup)
+		names, err := e.cfg.Store.Manifests(entry.Backup)
 		if err != nil {
 			return nil, err
 		}
 		for _, name := range names { // oldest first: the newest wins
-			m, err := a.cfg.Store.ReadManifest(name)
+			m, err := e.cfg.Store.ReadManifest(name)
 			if err != nil {
 				return nil, err
 			}
-			if m.Node != a.cfg.Name {
+			if m.Node != e.cfg.Name {
 				continue
 			}
 			if !m.ChecksumOK() {
@@ -155,7 +154,7 @@ func (w *rollouts) preRollout(entry rollout.Node) (map[controlplane.Component][]
 		if _, ok := out[c]; ok {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(a.cfg.ManifestsDir, c.File()))
+		data, err := os.ReadFile(filepath.Join(e.cfg.ManifestsDir, c.File()))
 		if err != nil {
 			return nil, err
 		}

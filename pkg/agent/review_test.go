@@ -76,8 +76,8 @@ func TestAgentActsNoMoreOnceItCannotShowItHoldsItsLease(t *testing.T) {
 	a.view.Rollout = currentRecord(t, client)
 	leaseDown.Store(true)
 	time.Sleep(250 * time.Millisecond)
-	a.rollouts.do(ctx)
-	a.rollouts.do(ctx)
+	a.rollouts.do(ctx, a.env())
+	a.rollouts.do(ctx, a.env())
 	if n := writes.Load(); n != 0 {
 		t.Errorf("%d writes of the record by an agent not sure it holds its lease", n)
 	}
@@ -88,7 +88,7 @@ func TestAgentActsNoMoreOnceItCannotShowItHoldsItsLease(t *testing.T) {
 	if err := a.lease.Confirm(ctx); err != nil {
 		t.Fatal(err)
 	}
-	a.rollouts.do(ctx)
+	a.rollouts.do(ctx, a.env())
 	if got := currentStatus(t, client); got.Kind != rollout.KindRevert {
 		t.Errorf("once its lease is renewed again the agent reverts the expired try: %+v", got)
 	}
@@ -139,7 +139,7 @@ func TestAgentDefersAResumeItCannotStart(t *testing.T) {
 	defer unlock()
 	ctx := context.Background()
 	a.view.Rollout, a.view.Config = currentRecord(t, client), currentConfig(t, client)
-	a.rollouts.do(ctx)
+	a.rollouts.do(ctx, a.env())
 	got := currentStatus(t, client)
 	if n := got.Nodes[0]; got.Phase != rollout.Progressing || n.Phase != rollout.NodeInProgress || n.Resumes != 0 || n.Agent != "agent/cp-0/old" {
 		t.Errorf("want cp-0 left in progress as the earlier agent left it, got rollout %s, %+v", got.Phase, n)
@@ -164,7 +164,7 @@ func TestAgentWritesItsOwnEntryOnly(t *testing.T) {
 	a, client, _ := testAgent(t, r, rollouttest.DocV2)
 	var refuse atomic.Value
 	writes := recordWrites(a, client, &refuse)
-	_, _, err := a.rollouts.updateOwn(context.Background(), func(r *rollout.Record, _ string, c rollout.Clock) error {
+	_, _, err := a.rollouts.updateOwn(context.Background(), a.env(), func(r *rollout.Record, _ string, c rollout.Clock) error {
 		return r.BeginNode(c, 1, "cp-1", nil, "") // not its node
 	})
 	if exitcode.FromError(err) != exitcode.Internal || !strings.Contains(err.Error(), "an agent writes its own node's entry only") {
@@ -183,11 +183,11 @@ func TestAgentWritesItsOwnEntryOnly(t *testing.T) {
 func TestAgentPublishesItsCertificateExpiry(t *testing.T) {
 	a, _, _ := testAgent(t, nil, rollouttest.DocV1)
 	a.cfg.CertificateExpires = time.Date(2027, 12, 2, 1, 0, 16, 0, time.UTC)
-	if st := a.state.find(context.Background()); st.CertificateExpires != "2027-12-02T01:00:16Z" || st.Error == "" {
+	if st := a.state.find(context.Background(), a.env()); st.CertificateExpires != "2027-12-02T01:00:16Z" || st.Error == "" {
 		t.Errorf("state: %+v", st)
 	}
 	a.cfg.CertificateExpires = time.Time{} // a token
-	if st := a.state.find(context.Background()); st.CertificateExpires != "" {
+	if st := a.state.find(context.Background(), a.env()); st.CertificateExpires != "" {
 		t.Errorf("state of an agent with a token: %+v", st)
 	}
 }

@@ -17,8 +17,6 @@ import (
 // damaged record, expire a try, put kubeadm-config back for a revert, and
 // take the node's turn or resume it.
 type rollouts struct {
-	a *Agent
-
 	damagedRV   string // the damaged record version already reported
 	lastTurnErr string // why the node's turn was last deferred
 	refused     int    // writes the API refused in a row: they are retried with a backoff
@@ -35,14 +33,13 @@ const TryExpiryMargin = 5 * time.Second
 // to look again: when a try is due to expire before the next resync, or,
 // after a write the API refused, with a backoff that doubles up to the
 // resync period.
-func (w *rollouts) do(ctx context.Context) time.Duration {
-	a := w.a
-	if a.view.Rollout == nil {
+func (w *rollouts) do(ctx context.Context, e *env) time.Duration {
+	if e.view.Rollout == nil {
 		return 0
 	}
-	r, err := rollout.FromConfigMap(a.view.Rollout)
+	r, err := rollout.FromConfigMap(e.view.Rollout)
 	if err != nil {
-		w.damaged(ctx, err)
+		w.damaged(ctx, e, err)
 		return 0
 	}
 	w.damagedRV = ""
@@ -50,66 +47,65 @@ func (w *rollouts) do(ctx context.Context) time.Duration {
 	if s == nil || !s.Phase.Active() {
 		return 0
 	}
-	defer a.within(scope{rollout: s.ID})()
-	if !a.holds() {
-		return w.backoff()
+	defer e.log.within(scope{rollout: s.ID})()
+	if !e.holds() {
+		return w.backoff(e)
 	}
-	if s.TryExpired(a.cfg.Clock.Now().Add(-TryExpiryMargin)) {
-		if !w.expireTry(ctx) {
-			return w.backoff()
+	if s.TryExpired(e.cfg.Clock.Now().Add(-TryExpiryMargin)) {
+		if !w.expireTry(ctx, e) {
+			return w.backoff(e)
 		}
 		w.refused = 0
 		return 0 // the revert comes back through the watch
 	}
 	restored := true
 	if s.Kind == rollout.KindRevert && !s.DocumentRestored {
-		restored = w.restoreDocument(ctx, r)
+		restored = w.restoreDocument(ctx, e, r)
 	}
-	w.nodeWork(ctx, r)
+	w.nodeWork(ctx, e, r)
 	if !restored {
-		return w.backoff()
+		return w.backoff(e)
 	}
 	w.refused = 0
-	return w.untilExpiry()
+	return w.untilExpiry(e)
 }
 
 // nodeWork takes the node's turn, or resumes it.
-func (w *rollouts) nodeWork(ctx context.Context, r *rollout.Record) {
-	a, s := w.a, r.Status
-	entry, ok := s.Lookup(a.cfg.Name)
+func (w *rollouts) nodeWork(ctx context.Context, e *env, r *rollout.Record) {
+	s := r.Status
+	entry, ok := s.Lookup(e.cfg.Name)
 	switch {
-	case !ok || a.view.Config == nil:
+	case !ok || e.view.Config == nil:
 	case entry.Phase == rollout.NodeInProgress:
 		// This agent holds the node's Lease, so no other agent of the node
 		// is alive: the entry is a turn an earlier agent did not finish.
-		w.resume(ctx, r, entry)
+		w.resume(ctx, e, r, entry)
 	default:
-		if turn, ok := s.Turn(); ok && turn == a.cfg.Name {
-			w.turn(ctx, r)
+		if turn, ok := s.Turn(); ok && turn == e.cfg.Name {
+			w.turn(ctx, e, r)
 		}
 	}
 }
 
 // backoff is the wait before trying again after the API refused a write:
 // one second, doubling with each refusal in a row, up to Resync.
-func (w *rollouts) backoff() time.Duration {
+func (w *rollouts) backoff(e *env) time.Duration {
 	w.refused++
-	return min(time.Second<<min(w.refused-1, 10), w.a.cfg.Resync)
+	return min(time.Second<<min(w.refused-1, 10), e.cfg.Resync)
 }
 
 // untilExpiry is the time until the try of the rollout as last seen runs
 // out (with TryExpiryMargin and a second), at least 100ms; 0 when none
 // runs or it ran out already (it was expired, or a backoff is due).
-func (w *rollouts) untilExpiry() time.Duration {
-	a := w.a
-	if a.view.Rollout == nil {
+func (w *rollouts) untilExpiry(e *env) time.Duration {
+	if e.view.Rollout == nil {
 		return 0
 	}
-	r, err := rollout.FromConfigMap(a.view.Rollout)
+	r, err := rollout.FromConfigMap(e.view.Rollout)
 	if err != nil || r.Status == nil || r.Status.Phase != rollout.AwaitingConfirm || r.Status.Try == nil {
 		return 0
 	}
-	until := r.Status.Try.Deadline.Add(TryExpiryMargin).Sub(a.cfg.Clock.Now()) + time.Second
+	until := r.Status.Try.Deadline.Add(TryExpiryMargin).Sub(e.cfg.Clock.Now()) + time.Second
 	if until <= 0 {
 		return 0
 	}
@@ -118,17 +114,16 @@ func (w *rollouts) untilExpiry() time.Duration {
 
 // damaged reports a record no agent may act on, once per version of it:
 // nothing on the node is touched until it is fixed or deleted.
-func (w *rollouts) damaged(ctx context.Context, err error) {
-	a := w.a
-	if a.view.Rollout.ResourceVersion == w.damagedRV {
+func (w *rollouts) damaged(ctx context.Context, e *env, err error) {
+	if e.view.Rollout.ResourceVersion == w.damagedRV {
 		return
 	}
-	w.damagedRV = a.view.Rollout.ResourceVersion
-	msg := exitcode.Message(err) + "; this agent changes nothing on node " + a.cfg.Name + " until it is"
+	w.damagedRV = e.view.Rollout.ResourceVersion
+	msg := exitcode.Message(err) + "; this agent changes nothing on node " + e.cfg.Name + " until it is"
 	if !errors.As(err, new(*rollout.DamagedError)) {
 		msg = "cannot read the rollout record: " + msg
 	}
-	a.event(ctx, a.view.Rollout, true, "RecordDamaged", msg)
+	e.log.event(ctx, e.view.Rollout, true, "RecordDamaged", msg)
 }
 
 // update changes the record with a compare-and-swap and returns the
@@ -137,10 +132,9 @@ func (w *rollouts) damaged(ctx context.Context, err error) {
 // is the newest the agent knows of, and a change of kubeadm-config that
 // arrives before the watch's copy of it must not have the agent act on an
 // older one (take a turn it has just finished, say).
-func (w *rollouts) update(ctx context.Context, change func(r *rollout.Record) (bool, error)) (*corev1.ConfigMap, *rollout.Record, error) {
-	a := w.a
+func (w *rollouts) update(ctx context.Context, e *env, change func(r *rollout.Record) (bool, error)) (*corev1.ConfigMap, *rollout.Record, error) {
 	var rec *rollout.Record
-	res, err := a.cfg.Record.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
+	res, err := e.cfg.Record.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
 		r, changed, err := rollout.Apply(cm, change)
 		rec = r
 		return changed, err
@@ -151,8 +145,8 @@ func (w *rollouts) update(ctx context.Context, change func(r *rollout.Record) (b
 	if !res.Changed {
 		return nil, rec, nil
 	}
-	if !older(res.New, a.view.Rollout) {
-		a.view.Rollout = res.New
+	if !older(res.New, e.view.Rollout) {
+		e.view.Rollout = res.New
 	}
 	return res.New, rec, nil
 }
@@ -163,11 +157,11 @@ func (w *rollouts) update(ctx context.Context, change func(r *rollout.Record) (b
 // change that would touch another node's entry is refused and nothing is
 // written: an agent answers for its own node only, whatever a bug in it
 // or in the record asks.
-func (w *rollouts) updateOwn(ctx context.Context, change func(r *rollout.Record, node string, c rollout.Clock) error) (*corev1.ConfigMap, *rollout.Record, error) {
-	node := w.a.cfg.Name
-	return w.update(ctx, func(r *rollout.Record) (bool, error) {
+func (w *rollouts) updateOwn(ctx context.Context, e *env, change func(r *rollout.Record, node string, c rollout.Clock) error) (*corev1.ConfigMap, *rollout.Record, error) {
+	node := e.cfg.Name
+	return w.update(ctx, e, func(r *rollout.Record) (bool, error) {
 		others := otherEntries(r.Status, node)
-		if err := change(r, node, w.clock()); err != nil {
+		if err := change(r, node, w.clock(e)); err != nil {
 			return false, err
 		}
 		if after := otherEntries(r.Status, node); !reflect.DeepEqual(others, after) {
@@ -192,6 +186,6 @@ func otherEntries(s *rollout.Status, node string) map[string]rollout.Node {
 }
 
 // clock is who acts, and when, on the server's clock.
-func (w *rollouts) clock() rollout.Clock {
-	return rollout.Clock{Now: w.a.cfg.Clock.Now(), By: w.a.cfg.Identity}
+func (w *rollouts) clock(e *env) rollout.Clock {
+	return rollout.Clock{Now: e.cfg.Clock.Now(), By: e.cfg.Identity}
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"slices"
-	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -19,8 +18,6 @@ import (
 // ClusterConfiguration renders to, found by the same dry run `reconfigure
 // --diff` makes.
 type states struct {
-	a *Agent
-
 	rv    string    // the kubeadm-config version the state was found for
 	at    time.Time // when it was found (local monotonic clock)
 	last  *nodestate.State
@@ -37,61 +34,59 @@ func (w *states) changed() { w.stale = true }
 // do finds the node's state again when kubeadm-config changed since it was
 // last found, StateResync has passed, or the node changed, and publishes
 // it when it changed.
-func (w *states) do(ctx context.Context) time.Duration {
-	a := w.a
-	if !a.configSeen {
+func (w *states) do(ctx context.Context, e *env) time.Duration {
+	if !e.configSeen {
 		// Not read yet (another follower's first copy came first): the
 		// state would say kubeadm-config was not found, which is not so.
 		return 0
 	}
 	rv := ""
-	if a.view.Config != nil {
-		rv = a.view.Config.ResourceVersion
+	if e.view.Config != nil {
+		rv = e.view.Config.ResourceVersion
 	}
-	if !w.stale && w.last != nil && rv == w.rv && time.Since(w.at) < a.cfg.StateResync {
+	if !w.stale && w.last != nil && rv == w.rv && time.Since(w.at) < e.cfg.StateResync {
 		return 0
 	}
-	st := w.find(ctx)
+	st := w.find(ctx, e)
 	w.rv, w.at, w.stale = rv, time.Now(), false
 	if w.last == nil || w.last.InSync != st.InSync || !slices.Equal(w.last.Differs, st.Differs) ||
 		w.last.LiveHash != st.LiveHash || w.last.Error != st.Error || w.last.LastKnownGood != st.LastKnownGood {
 		switch {
 		case st.Error != "":
-			a.warn("NodeState", "node %s: its state cannot be found: %s", a.cfg.Name, st.Error)
+			e.log.warn("NodeState", "node %s: its state cannot be found: %s", e.cfg.Name, st.Error)
 		case st.InSync:
-			a.info("NodeState", "node %s is in sync with kubeadm-config (resourceVersion %s)", a.cfg.Name, st.LiveResourceVersion)
+			e.log.info("NodeState", "node %s is in sync with kubeadm-config (resourceVersion %s)", e.cfg.Name, st.LiveResourceVersion)
 		default:
-			a.info("NodeState", "node %s is out of sync with kubeadm-config (resourceVersion %s): %s differ",
-				a.cfg.Name, st.LiveResourceVersion, joinNames(st.Differs))
+			e.log.info("NodeState", "node %s is out of sync with kubeadm-config (resourceVersion %s): %s differ",
+				e.cfg.Name, st.LiveResourceVersion, joinNames(st.Differs))
 		}
 	}
 	w.last = &st
 	var l coordinationv1.Lease
 	if err := nodestate.SetState(&l, st); err == nil {
-		a.lease.Annotate(nodestate.Annotation, l.Annotations[nodestate.Annotation])
+		e.lease.Annotate(nodestate.Annotation, l.Annotations[nodestate.Annotation])
 	}
 	return 0
 }
 
 // find renders the live document for this node with kubeadm and compares
 // the result with the running manifests.
-func (w *states) find(ctx context.Context) (st nodestate.State) {
-	a := w.a
-	st.AgentVersion = a.cfg.Version
-	if !a.cfg.CertificateExpires.IsZero() {
-		st.CertificateExpires = stamp(a.cfg.CertificateExpires)
+func (w *states) find(ctx context.Context, e *env) (st nodestate.State) {
+	st.AgentVersion = e.cfg.Version
+	if !e.cfg.CertificateExpires.IsZero() {
+		st.CertificateExpires = stamp(e.cfg.CertificateExpires)
 	}
-	defer func() { st.CheckedAt = stamp(a.cfg.Clock.Now()) }()
+	defer func() { st.CheckedAt = stamp(e.cfg.Clock.Now()) }()
 	w.compared = nil
-	t := a.cfg.Config.Target()
-	if lg, err := a.cfg.Store.LastGood(t.Namespace, t.Name, a.cfg.Name); err == nil {
+	t := e.cfg.Config.Target()
+	if lg, err := e.cfg.Store.LastGood(t.Namespace, t.Name, e.cfg.Name); err == nil {
 		st.LastKnownGood = lg.Name
 	}
-	if a.cfg.Upgrade != nil {
-		st.KubeadmVersions = a.cfg.Upgrades.Kubeadms.Versions(ctx)
-		st.Etcd = a.etcdHealth(ctx)
+	if e.cfg.Upgrade != nil {
+		st.KubeadmVersions = e.cfg.Upgrades.Kubeadms.Versions(ctx)
+		st.Etcd = e.etcdHealth(ctx)
 	}
-	live := a.view.Config
+	live := e.view.Config
 	if live == nil {
 		st.Error = t.String() + " was not found"
 		return st
@@ -102,7 +97,7 @@ func (w *states) find(ctx context.Context) (st nodestate.State) {
 		return st
 	}
 	st.LiveHash, st.LiveResourceVersion = rollout.Hash([]byte(doc)), live.ResourceVersion
-	rep, err := reconfigure.Run(ctx, a.nodeFor([]byte(doc)), reconfigure.Request{
+	rep, err := reconfigure.Run(ctx, e.nodeFor([]byte(doc)), reconfigure.Request{
 		Source: reconfigure.Source{Pinned: live}, DryRun: true,
 		// Only a comparison: what differs is the answer, whatever it is.
 		AllowVersionChange: true, AllowDuringUpgrade: true,
@@ -123,40 +118,4 @@ func (w *states) find(ctx context.Context) (st nodestate.State) {
 		st.Differs = nil
 	}
 	return st
-}
-
-// etcdHealth is the health of the node's etcd member, as an upgrade's
-// preflight needs it: the member answers, and its cluster passes the
-// checks a change of it would (every member healthy, no alarm). Nil on a
-// node without a local member.
-func (a *Agent) etcdHealth(ctx context.Context) *nodestate.EtcdHealth {
-	client, err := a.cfg.Node.EtcdClient()
-	if client == nil && err == nil {
-		return nil
-	}
-	if err != nil {
-		return &nodestate.EtcdHealth{Error: exitcode.Message(err)}
-	}
-	defer client.Close()
-	cl, err := client.Cluster(ctx)
-	if err != nil {
-		return &nodestate.EtcdHealth{Error: exitcode.Message(err)}
-	}
-	h := &nodestate.EtcdHealth{Healthy: true}
-	if m, ok := cl.LocalMember(); ok {
-		h.Member = m.String()
-	}
-	var problems []string
-	for _, m := range cl.Members {
-		if !m.Healthy() {
-			problems = append(problems, m.String()+": "+m.Problem)
-		}
-	}
-	for _, al := range cl.Alarms {
-		problems = append(problems, "alarm "+al.String())
-	}
-	if len(problems) > 0 {
-		h.Healthy, h.Error = false, strings.Join(problems, "; ")
-	}
-	return h
 }

@@ -19,25 +19,24 @@ import (
 // expireTry reverts a rollout whose try ran out unconfirmed; false when the
 // revert could not be written. An agent that comes second finds the revert
 // made.
-func (w *rollouts) expireTry(ctx context.Context) bool {
-	a := w.a
+func (w *rollouts) expireTry(ctx context.Context, e *env) bool {
 	var deadline string
-	cm, r, err := w.update(ctx, func(r *rollout.Record) (bool, error) {
+	cm, r, err := w.update(ctx, e, func(r *rollout.Record) (bool, error) {
 		if r.Status != nil && r.Status.Try != nil {
 			deadline = stamp(r.Status.Try.Deadline)
 		}
-		return r.ExpireTry(w.clock())
+		return r.ExpireTry(w.clock(e))
 	})
 	if err != nil {
-		a.warnOnce("TryExpired", "", "the try ran out, but the revert could not be recorded: %s; trying again with a backoff of up to %s",
-			exitcode.Message(err), a.cfg.Resync)
+		e.log.warnOnce("TryExpired", "", "the try ran out, but the revert could not be recorded: %s; trying again with a backoff of up to %s",
+			exitcode.Message(err), e.cfg.Resync)
 		return false
 	}
-	a.recovered("TryExpired", "")
+	e.log.recovered("TryExpired", "")
 	if cm == nil { // another agent made the revert
 		return true
 	}
-	a.event(ctx, cm, true, "TryExpired", fmt.Sprintf("not confirmed by %s: revert %d takes back %s", deadline, r.Status.ID, joinNames(r.Status.Order)))
+	e.log.event(ctx, cm, true, "TryExpired", fmt.Sprintf("not confirmed by %s: revert %d takes back %s", deadline, r.Status.ID, joinNames(r.Status.Order)))
 	return true
 }
 
@@ -46,13 +45,12 @@ func (w *rollouts) expireTry(ctx context.Context) bool {
 // requires it to hold the reverted rollout's target still: a document
 // someone wrote since is left alone, and the record says so. Then it marks
 // the document restored, once. It returns false when a write failed.
-func (w *rollouts) restoreDocument(ctx context.Context, r *rollout.Record) bool {
-	a := w.a
+func (w *rollouts) restoreDocument(ctx context.Context, e *env, r *rollout.Record) bool {
 	s := r.Status
-	key := a.cfg.Config.Target().Key
+	key := e.cfg.Config.Target().Key
 	outcome := ""
-	_, err := a.cfg.Config.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
-		doc, err := engine.DocumentOf(cm, a.cfg.Config.Target())
+	_, err := e.cfg.Config.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
+		doc, err := engine.DocumentOf(cm, e.cfg.Config.Target())
 		if err != nil {
 			return false, err
 		}
@@ -70,24 +68,24 @@ func (w *rollouts) restoreDocument(ctx context.Context, r *rollout.Record) bool 
 		return false, nil
 	})
 	if err != nil {
-		a.warnOnce("DocumentNotRestored", "", "revert %d: kubeadm-config could not be put back: %s; trying again with a backoff of up to %s",
-			s.ID, exitcode.Message(err), a.cfg.Resync)
+		e.log.warnOnce("DocumentNotRestored", "", "revert %d: kubeadm-config could not be put back: %s; trying again with a backoff of up to %s",
+			s.ID, exitcode.Message(err), e.cfg.Resync)
 		return false
 	}
-	cm, _, err := w.update(ctx, func(r *rollout.Record) (bool, error) {
+	cm, _, err := w.update(ctx, e, func(r *rollout.Record) (bool, error) {
 		if r.Status == nil || r.Status.ID != s.ID {
 			return false, nil
 		}
-		return r.MarkDocumentRestored(w.clock(), outcome)
+		return r.MarkDocumentRestored(w.clock(e), outcome)
 	})
 	if err != nil {
-		a.warnOnce("DocumentNotRestored", "", "revert %d: %s, but the record could not say so: %s; trying again with a backoff of up to %s",
-			s.ID, outcome, exitcode.Message(err), a.cfg.Resync)
+		e.log.warnOnce("DocumentNotRestored", "", "revert %d: %s, but the record could not say so: %s; trying again with a backoff of up to %s",
+			s.ID, outcome, exitcode.Message(err), e.cfg.Resync)
 		return false
 	}
-	a.recovered("DocumentNotRestored", "")
+	e.log.recovered("DocumentNotRestored", "")
 	if cm != nil {
-		a.event(ctx, cm, false, "DocumentRestored", fmt.Sprintf("revert %d: %s", s.ID, outcome))
+		e.log.event(ctx, cm, false, "DocumentRestored", fmt.Sprintf("revert %d: %s", s.ID, outcome))
 	}
 	return true
 }

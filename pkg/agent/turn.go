@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,15 +23,15 @@ import (
 // the start with the plan (BeginNode, from inside the run so that the
 // record names the plan actually applied), applies, and records the
 // outcome.
-func (w *rollouts) turn(ctx context.Context, r *rollout.Record) {
-	a, s := w.a, r.Status
-	a.job(ctx, func(jctx, wctx context.Context) {
+func (w *rollouts) turn(ctx context.Context, e *env, r *rollout.Record) {
+	s := r.Status
+	e.job(ctx, func(jctx, wctx context.Context) {
 		begun := false
-		rep, err := reconfigure.Run(jctx, a.nodeFor(r.Target), w.request(r, func(components []string, backup string) error {
-			if !a.holds() {
+		rep, err := reconfigure.Run(jctx, e.nodeFor(r.Target), w.request(e, r, func(components []string, backup string) error {
+			if !e.holds() {
 				return errNotHeld
 			}
-			cm, _, err := w.updateOwn(jctx, func(r *rollout.Record, node string, c rollout.Clock) error {
+			cm, _, err := w.updateOwn(jctx, e, func(r *rollout.Record, node string, c rollout.Clock) error {
 				return r.BeginNode(c, s.ID, node, components, backup)
 			})
 			if err != nil {
@@ -43,15 +42,15 @@ func (w *rollouts) turn(ctx context.Context, r *rollout.Record) {
 			if len(components) > 0 {
 				what = "changing " + strings.Join(components, ", ")
 			}
-			a.event(wctx, cm, false, "NodeStarted", fmt.Sprintf("node %s started its turn in %s %d: %s", a.cfg.Name, s.Kind, s.ID, what))
+			e.log.event(wctx, cm, false, "NodeStarted", fmt.Sprintf("node %s started its turn in %s %d: %s", e.cfg.Name, s.Kind, s.ID, what))
 			return nil
 		}))
 		if !begun {
-			w.notBegun(wctx, s, err)
+			w.notBegun(wctx, e, s, err)
 			return
 		}
 		w.lastTurnErr = ""
-		w.finish(wctx, s.ID, outcomeOf(rep, err), err)
+		w.finish(wctx, e, s.ID, outcomeOf(rep, err), err)
 	})
 }
 
@@ -63,26 +62,25 @@ func (w *rollouts) turn(ctx context.Context, r *rollout.Record) {
 // else may pass (the manifests directory busy, another etcd member being
 // changed, the API unreachable, an upgrade in progress, the turn taken
 // back) and is tried again on the next change or resync.
-func (w *rollouts) notBegun(ctx context.Context, s *rollout.Status, err error) {
-	a := w.a
+func (w *rollouts) notBegun(ctx context.Context, e *env, s *rollout.Status, err error) {
 	if !endsTurn(err) {
-		w.deferred(err, "node %s cannot take its turn in %s %d yet: %s", a.cfg.Name, s.Kind, s.ID)
+		w.deferred(e, err, "node %s cannot take its turn in %s %d yet: %s", e.cfg.Name, s.Kind, s.ID)
 		return
 	}
 	o := rollout.Outcome{Phase: rollout.NodeRolledBack, Message: exitcode.Message(err) + "; nothing was changed on the node"}
-	cm, _, uerr := w.updateOwn(ctx, func(r *rollout.Record, node string, c rollout.Clock) error {
+	cm, _, uerr := w.updateOwn(ctx, e, func(r *rollout.Record, node string, c rollout.Clock) error {
 		if err := r.BeginNode(c, s.ID, node, nil, ""); err != nil {
 			return err
 		}
 		return r.FinishNode(c, s.ID, node, o)
 	})
 	if uerr != nil {
-		a.warn("TurnDeferred", "node %s failed its turn in %s %d (%s), and that could not be recorded: %s",
-			a.cfg.Name, s.Kind, s.ID, o.Message, exitcode.Message(uerr))
+		e.log.warn("TurnDeferred", "node %s failed its turn in %s %d (%s), and that could not be recorded: %s",
+			e.cfg.Name, s.Kind, s.ID, o.Message, exitcode.Message(uerr))
 		return
 	}
-	a.event(ctx, cm, false, "NodeStarted", fmt.Sprintf("node %s started its turn in %s %d", a.cfg.Name, s.Kind, s.ID))
-	a.eventErr(ctx, cm, err, true, string("Node"+rollout.NodeRolledBack), fmt.Sprintf("node %s failed before changing anything: %s", a.cfg.Name, o.Message))
+	e.log.event(ctx, cm, false, "NodeStarted", fmt.Sprintf("node %s started its turn in %s %d", e.cfg.Name, s.Kind, s.ID))
+	e.log.eventErr(ctx, cm, err, true, string("Node"+rollout.NodeRolledBack), fmt.Sprintf("node %s failed before changing anything: %s", e.cfg.Name, o.Message))
 }
 
 // errNotHeld stops a node's work before it begins: the agent cannot show
@@ -91,15 +89,14 @@ var errNotHeld = errors.New("this agent cannot show that it holds its node's lea
 
 // deferred logs, once per distinct reason, that the node's work waits:
 // format takes the arguments given and then err's message.
-func (w *rollouts) deferred(err error, format string, args ...any) {
+func (w *rollouts) deferred(e *env, err error, format string, args ...any) {
 	msg := exitcode.Message(err)
 	if msg == w.lastTurnErr {
 		return
 	}
 	w.lastTurnErr = msg
-	a := w.a
-	a.logErr(err, true, "TurnDeferred", fmt.Sprintf(format, append(args, msg)...)+
-		fmt.Sprintf("; trying again on the next change or within %s", a.cfg.Resync))
+	e.log.logErr(err, true, "TurnDeferred", fmt.Sprintf(format, append(args, msg)...)+
+		fmt.Sprintf("; trying again on the next change or within %s", e.cfg.Resync))
 }
 
 // endsTurn reports whether a run that stopped before the node changed
@@ -164,86 +161,46 @@ func warnings(rep *reconfigure.Report) string {
 // finish records the outcome of the node's turn; ctx is one that outlives
 // the turn (an agent that was told to stop still reports how the node
 // ended).
-func (w *rollouts) finish(ctx context.Context, id int64, o rollout.Outcome, cause error) {
-	a := w.a
-	cm, _, err := w.updateOwn(ctx, func(r *rollout.Record, node string, c rollout.Clock) error {
+func (w *rollouts) finish(ctx context.Context, e *env, id int64, o rollout.Outcome, cause error) {
+	cm, _, err := w.updateOwn(ctx, e, func(r *rollout.Record, node string, c rollout.Clock) error {
 		return r.FinishNode(c, id, node, o)
 	})
 	if err != nil {
-		a.warn("FinishFailed", "node %s ended %s, but the record could not say so: %s; the node is resumed and its outcome written on the next change or resync",
-			a.cfg.Name, o.Phase, exitcode.Message(err))
+		e.log.warn("FinishFailed", "node %s ended %s, but the record could not say so: %s; the node is resumed and its outcome written on the next change or resync",
+			e.cfg.Name, o.Phase, exitcode.Message(err))
 		return
 	}
-	what := fmt.Sprintf("node %s is %s", a.cfg.Name, o.Phase)
+	what := fmt.Sprintf("node %s is %s", e.cfg.Name, o.Phase)
 	if len(o.Components) > 0 {
 		what += " (" + strings.Join(o.Components, ", ") + ")"
 	}
 	if o.Message != "" {
 		what += ": " + o.Message
 	}
-	a.eventErr(ctx, cm, cause, !o.Phase.Done(), "Node"+string(o.Phase), what)
-	a.state.changed()
+	e.log.eventErr(ctx, cm, cause, !o.Phase.Done(), "Node"+string(o.Phase), what)
+	e.stateChanged()
 }
 
 // request is the reconfiguration of the node to the record's pinned
 // target, as the reconfigure verb would run it.
-func (w *rollouts) request(r *rollout.Record, begin func([]string, string) error) reconfigure.Request {
-	a := w.a
+func (w *rollouts) request(e *env, r *rollout.Record, begin func([]string, string) error) reconfigure.Request {
 	return reconfigure.Request{
-		Source: reconfigure.Source{Pinned: w.pinned(r)}, Wait: a.cfg.Wait, NoEtcdSnapshot: a.cfg.NoEtcdSnapshot,
-		Progress: a.progress, Begin: begin,
+		Source: reconfigure.Source{Pinned: w.pinned(e, r)}, Wait: e.cfg.Wait, NoEtcdSnapshot: e.cfg.NoEtcdSnapshot,
+		Progress: e.progress, Begin: begin,
 	}
 }
 
 // pinned is the record's target as a copy of kubeadm-config: the document
 // it pinned, the resourceVersion it was pinned from, and the ConfigMap's
 // uid (backups tie the document to its cluster by it).
-func (w *rollouts) pinned(r *rollout.Record) *corev1.ConfigMap {
-	a := w.a
-	t := a.cfg.Config.Target()
+func (w *rollouts) pinned(e *env, r *rollout.Record) *corev1.ConfigMap {
+	t := e.cfg.Config.Target()
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name, ResourceVersion: r.Status.Target.ResourceVersion},
 		Data:       map[string]string{t.Key: string(r.Target)},
 	}
-	if a.view.Config != nil {
-		cm.UID = a.view.Config.UID
+	if e.view.Config != nil {
+		cm.UID = e.view.Config.UID
 	}
 	return cm
-}
-
-// progress logs the steps of a reconfiguration that matter: not every
-// look at a component.
-func (a *Agent) progress(e reconfigure.Event) {
-	switch e.Kind {
-	case reconfigure.EventWarning:
-		a.warn("Reconfigure", "%s", e.Message)
-	case reconfigure.EventRendering:
-		a.info("Reconfigure", "%s", e.Message)
-	case reconfigure.EventEtcd:
-		a.info("Reconfigure", "etcd: %s", e.Message)
-	case reconfigure.EventComponent:
-		c := e.Component
-		switch c.Kind {
-		case controlplane.EventReplacing, controlplane.EventHealthy, controlplane.EventFailed,
-			controlplane.EventRollingBack, controlplane.EventRolledBack:
-			msg := fmt.Sprintf("%s: %s", c.Component.PodName(), c.Kind)
-			if c.Message != "" {
-				msg += ": " + c.Message
-			}
-			if c.Elapsed > 0 {
-				msg += fmt.Sprintf(" (%s)", c.Elapsed.Round(100*time.Millisecond))
-			}
-			a.logErr(nil, c.Kind == controlplane.EventFailed, "Reconfigure", msg)
-		}
-	}
-}
-
-// nodeFor is the node as a run of doc sees it: with a kubeadm per
-// release, the kubeadm of doc's own release renders it (reconfigure
-// refuses a kubeadm of another minor release than kubernetesVersion), when
-// the node has it.
-func (a *Agent) nodeFor(doc []byte) reconfigure.Node {
-	n := a.cfg.Node
-	n.Kubeadm = a.cfg.Upgrades.Kubeadms.For(doc)
-	return n
 }

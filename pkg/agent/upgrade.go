@@ -19,28 +19,25 @@ import (
 // work. Record.TurnOf decides; this work does what it says and records it,
 // with a compare-and-swap of the upgrade record.
 type upgrades struct {
-	a *Agent
-
 	waiting string // why the node's turn waits, as last said
 	refused int    // writes the API refused in a row
 }
 
 // do takes the node's turn in the upgrade as last seen, if it has one.
-func (w *upgrades) do(ctx context.Context) time.Duration {
-	a := w.a
-	cm := a.view.Upgrade
-	if cm == nil || a.cfg.Upgrade == nil {
+func (w *upgrades) do(ctx context.Context, e *env) time.Duration {
+	cm := e.view.Upgrade
+	if cm == nil || e.cfg.Upgrade == nil {
 		return 0
 	}
 	rec, ok, err := upgradestate.FromConfigMap(cm)
 	if err != nil {
-		a.warnOnce("UpgradeUnreadable", "", "the upgrade record %s cannot be read: %s; this agent takes no upgrade step until it can", a.cfg.Upgrade.Target(), exitcode.Message(err))
+		e.log.warnOnce("UpgradeUnreadable", "", "the upgrade record %s cannot be read: %s; this agent takes no upgrade step until it can", e.cfg.Upgrade.Target(), exitcode.Message(err))
 		return 0
 	}
 	if !ok || rec.Agents == nil {
 		return 0
 	}
-	turn := rec.TurnOf(a.cfg.Name, a.cfg.Identity)
+	turn := rec.TurnOf(e.cfg.Name, e.cfg.Identity)
 	if turn.Kind == upgradestate.TurnNone {
 		return 0
 	}
@@ -48,20 +45,20 @@ func (w *upgrades) do(ctx context.Context) time.Duration {
 	if turn.Host != "" {
 		step = string(turn.Host)
 	}
-	defer a.within(scope{upgrade: rec.ToVersion, step: step})()
-	if !a.holds() {
-		return w.backoff()
+	defer e.log.within(scope{upgrade: rec.ToVersion, step: step})()
+	if !e.holds() {
+		return w.backoff(e)
 	}
 	var werr error
 	switch turn.Kind {
 	case upgradestate.TurnStep, upgradestate.TurnKubelet:
-		werr = w.step(ctx, rec, turn)
+		werr = w.step(ctx, e, rec, turn)
 	case upgradestate.TurnEnter:
-		werr = w.move(ctx, fmt.Sprintf("node %s enters %s: the kubelets go node by node", a.cfg.Name, turn.Step), func(rec *upgradestate.Record, c upgradestate.Clock) (bool, error) {
+		werr = w.move(ctx, e, fmt.Sprintf("node %s enters %s: the kubelets go node by node", e.cfg.Name, turn.Step), func(rec *upgradestate.Record, c upgradestate.Clock) (bool, error) {
 			return rec.Set(c, turn.Step, "", false, "upgrade-apply: the kubelets, node by node")
 		})
 	case upgradestate.TurnPass:
-		werr = w.move(ctx, fmt.Sprintf("%s is no node's kubeadm work: recorded as passed", turn.Step), func(rec *upgradestate.Record, c upgradestate.Clock) (bool, error) {
+		werr = w.move(ctx, e, fmt.Sprintf("%s is no node's kubeadm work: recorded as passed", turn.Step), func(rec *upgradestate.Record, c upgradestate.Clock) (bool, error) {
 			st := rec.PlanOf().StepOf(turn.Step)
 			if _, err := rec.Set(c, st.Name, "", false, "upgrade-apply: no kubeadm work in this step"); err != nil {
 				return false, err
@@ -69,28 +66,27 @@ func (w *upgrades) do(ctx context.Context) time.Duration {
 			return rec.Set(c, st.Reaches, "", false, "upgrade-apply: no kubeadm work in this step: recorded by the agents")
 		})
 	case upgradestate.TurnComplete:
-		werr = w.move(ctx, fmt.Sprintf("every node runs %s: the upgrade is complete", rec.ToVersion), func(rec *upgradestate.Record, c upgradestate.Clock) (bool, error) {
+		werr = w.move(ctx, e, fmt.Sprintf("every node runs %s: the upgrade is complete", rec.ToVersion), func(rec *upgradestate.Record, c upgradestate.Clock) (bool, error) {
 			return rec.Set(c, rec.PlanOf().Complete, "", false, fmt.Sprintf("upgrade-apply: every node runs %s", rec.ToVersion))
 		})
 	}
 	if werr != nil {
-		return w.backoff()
+		return w.backoff(e)
 	}
 	w.refused = 0
 	return 0
 }
 
 // move makes one transition of the upgrade, and says so.
-func (w *upgrades) move(ctx context.Context, what string, change func(rec *upgradestate.Record, c upgradestate.Clock) (bool, error)) error {
-	a := w.a
-	cm, err := w.update(ctx, func(rec *upgradestate.Record) (bool, error) { return change(rec, w.clock()) })
+func (w *upgrades) move(ctx context.Context, e *env, what string, change func(rec *upgradestate.Record, c upgradestate.Clock) (bool, error)) error {
+	cm, err := w.update(ctx, e, func(rec *upgradestate.Record) (bool, error) { return change(rec, w.clock(e)) })
 	if err != nil {
-		a.warnOnce("UpgradeNotRecorded", "", "%s, but that could not be recorded: %s; trying again", what, exitcode.Message(err))
+		e.log.warnOnce("UpgradeNotRecorded", "", "%s, but that could not be recorded: %s; trying again", what, exitcode.Message(err))
 		return err
 	}
-	a.recovered("UpgradeNotRecorded", "")
+	e.log.recovered("UpgradeNotRecorded", "")
 	if cm != nil {
-		a.upgradeEvent(ctx, cm, false, "UpgradeMoved", what)
+		e.log.upgradeEvent(ctx, cm, false, "UpgradeMoved", what)
 	}
 	return nil
 }
@@ -98,9 +94,8 @@ func (w *upgrades) move(ctx context.Context, what string, change func(rec *upgra
 // update changes the upgrade record with a compare-and-swap; the copy
 // written becomes the one the agent acts on. It returns nil when change
 // had nothing to change.
-func (w *upgrades) update(ctx context.Context, change func(rec *upgradestate.Record) (bool, error)) (*corev1.ConfigMap, error) {
-	a := w.a
-	res, err := a.cfg.Upgrade.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
+func (w *upgrades) update(ctx context.Context, e *env, change func(rec *upgradestate.Record) (bool, error)) (*corev1.ConfigMap, error) {
+	res, err := e.cfg.Upgrade.Update(ctx, func(cm *corev1.ConfigMap) (bool, error) {
 		c, err := upgradestate.Apply(cm, upgradestate.Existing(change))
 		return c.Changed, err
 	})
@@ -110,57 +105,44 @@ func (w *upgrades) update(ctx context.Context, change func(rec *upgradestate.Rec
 	if !res.Changed {
 		return nil, nil
 	}
-	if !older(res.New, a.view.Upgrade) {
-		a.view.Upgrade = res.New
+	if !older(res.New, e.view.Upgrade) {
+		e.view.Upgrade = res.New
 	}
 	return res.New, nil
 }
 
 // clock is who acts, and when, on the server's clock.
-func (w *upgrades) clock() upgradestate.Clock {
-	return upgradestate.Clock{Now: w.a.cfg.Clock.Now(), By: w.a.cfg.Identity}
+func (w *upgrades) clock(e *env) upgradestate.Clock {
+	return upgradestate.Clock{Now: e.cfg.Clock.Now(), By: e.cfg.Identity}
 }
 
 // backoff is the wait before trying again after a refused write.
-func (w *upgrades) backoff() time.Duration {
+func (w *upgrades) backoff(e *env) time.Duration {
 	w.refused++
-	return min(time.Second<<min(w.refused-1, 10), w.a.cfg.Resync)
+	return min(time.Second<<min(w.refused-1, 10), e.cfg.Resync)
 }
 
 // wait says, once per distinct reason, why the node's turn waits.
-func (w *upgrades) wait(format string, args ...any) {
+func (w *upgrades) wait(e *env, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if msg == w.waiting {
 		return
 	}
 	w.waiting = msg
-	w.a.warn("UpgradeWaits", "%s", msg)
-}
-
-// upgradeEvent logs and records an Event on the upgrade record.
-func (a *Agent) upgradeEvent(ctx context.Context, cm *corev1.ConfigMap, warning bool, reason, message string) {
-	a.logErr(nil, warning, reason, message)
-	eventType := corev1.EventTypeNormal
-	if warning {
-		eventType = corev1.EventTypeWarning
-	}
-	if err := a.cfg.Upgrade.Event(context.WithoutCancel(ctx), cm, eventType, reason, message); err != nil {
-		a.warn("EventFailed", "the %s Event could not be recorded: %s", reason, exitcode.Message(err))
-	}
+	e.log.warn("UpgradeWaits", "%s", msg)
 }
 
 // heartbeat renews the run's heartbeat Lease while its step runs, so that
 // upgrade-audit fails the step should this agent die; nil when the run has
 // none (it could not take one), which is then audited by age.
-func (w *upgrades) heartbeat(ctx context.Context, rn upgradestate.Runner) *engine.Heartbeat {
-	a := w.a
+func (w *upgrades) heartbeat(ctx context.Context, e *env, rn upgradestate.Runner) *engine.Heartbeat {
 	if rn.Lease == "" {
 		return nil
 	}
-	hb, err := a.cfg.Upgrade.StartHeartbeat(ctx, rn.Lease, rn.ID, heartbeatInterval, a.cfg.Clock.Now)
+	hb, err := e.cfg.Upgrade.StartHeartbeat(ctx, rn.Lease, rn.ID, heartbeatInterval, e.cfg.Clock.Now)
 	if err != nil {
-		a.warn("NoHeartbeat", "no heartbeat for %s (%s): upgrade-audit --stuck-after watches it instead", rn.State, exitcode.Message(err))
-		_, _ = w.update(ctx, func(rec *upgradestate.Record) (bool, error) { return rec.DropHeartbeat(rn.ID) })
+		e.log.warn("NoHeartbeat", "no heartbeat for %s (%s): upgrade-audit --stuck-after watches it instead", rn.State, exitcode.Message(err))
+		_, _ = w.update(ctx, e, func(rec *upgradestate.Record) (bool, error) { return rec.DropHeartbeat(rn.ID) })
 		return nil
 	}
 	return hb

@@ -9,7 +9,6 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/kubeadmupgrade"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
 	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
@@ -18,33 +17,32 @@ import (
 // run (or takes the earlier agent's over) with the phase it starts at,
 // has pkg/kubeadmupgrade carry it out, recording each phase as it starts,
 // and records the outcome.
-func (w *upgrades) step(ctx context.Context, rec *upgradestate.Record, turn upgradestate.Turn) error {
-	a := w.a
-	req, err := w.request(ctx, rec, turn)
+func (w *upgrades) step(ctx context.Context, e *env, rec *upgradestate.Record, turn upgradestate.Turn) error {
+	req, err := w.request(ctx, e, rec, turn)
 	if err != nil {
-		w.wait("node %s waits to run %s: %s", a.cfg.Name, turn.Step, exitcode.Message(err))
+		w.wait(e, "node %s waits to run %s: %s", e.cfg.Name, turn.Step, exitcode.Message(err))
 		return err
 	}
 	step, host := string(turn.Step), ""
 	if req.Kind == kubeadmupgrade.KubeletStep {
-		step, host = string(turn.Host), a.cfg.Name
+		step, host = string(turn.Host), e.cfg.Name
 	}
-	rn, err := w.begin(ctx, step, host, turn.Lost, req.StartPhase)
+	rn, err := w.begin(ctx, e, step, host, turn.Lost, req.StartPhase)
 	if err != nil {
 		return err
 	}
-	a.info("UpgradeStep", "node %s runs %s (%s %s), from phase %s", a.cfg.Name, rn.State, req.Kind, req.Version, req.StartPhase)
-	a.job(ctx, func(jctx, wctx context.Context) {
-		hb := w.heartbeat(wctx, rn)
+	e.log.info("UpgradeStep", "node %s runs %s (%s %s), from phase %s", e.cfg.Name, rn.State, req.Kind, req.Version, req.StartPhase)
+	e.job(ctx, func(jctx, wctx context.Context) {
+		hb := w.heartbeat(wctx, e, rn)
 		defer func() {
 			if hb != nil {
 				hb.Stop()
 			}
 		}()
-		req.Phase = func(phase string) error { return w.recordPhase(wctx, rn, phase) }
-		req.Started = func(id proc.Identity) { w.recordProcess(wctx, rn.ID, id) }
-		_, err := kubeadmupgrade.Run(jctx, kubeadmupgrade.Node{Node: a.cfg.Node, Env: a.cfg.Upgrades}, req)
-		w.end(wctx, rn, req, err)
+		req.Phase = func(phase string) error { return w.recordPhase(wctx, e, rn, phase) }
+		req.Started = func(id proc.Identity) { w.recordProcess(wctx, e, rn.ID, id) }
+		_, err := kubeadmupgrade.Run(jctx, kubeadmupgrade.Node{Node: e.cfg.Node, Env: e.cfg.Upgrades}, req)
+		w.end(wctx, e, rn, req, err)
 	})
 	w.waiting = ""
 	return nil
@@ -53,10 +51,9 @@ func (w *upgrades) step(ctx context.Context, rec *upgradestate.Record, turn upgr
 // request is the node's step as the record asks for it: of which kind,
 // from which phase, and whether the first node's point of no return is
 // past (kubeadm-config says the target).
-func (w *upgrades) request(ctx context.Context, rec *upgradestate.Record, turn upgradestate.Turn) (kubeadmupgrade.Request, error) {
-	a := w.a
+func (w *upgrades) request(ctx context.Context, e *env, rec *upgradestate.Record, turn upgradestate.Turn) (kubeadmupgrade.Request, error) {
 	req := kubeadmupgrade.Request{Kind: kubeadmupgrade.Upgrade, Version: rec.ToVersion, From: rec.FromVersion,
-		Wait: a.cfg.Wait, Progress: a.upgradeProgress}
+		Wait: e.cfg.Wait, Progress: e.upgradeProgress}
 	switch {
 	case turn.Kind == upgradestate.TurnKubelet:
 		req.Kind = kubeadmupgrade.KubeletStep
@@ -64,7 +61,7 @@ func (w *upgrades) request(ctx context.Context, rec *upgradestate.Record, turn u
 		req.Kind = kubeadmupgrade.Apply
 	}
 	if req.Kind != kubeadmupgrade.KubeletStep {
-		noReturn, err := w.documentSays(ctx, req.Version)
+		noReturn, err := w.documentSays(ctx, e, req.Version)
 		if err != nil {
 			return req, err
 		}
@@ -76,7 +73,7 @@ func (w *upgrades) request(ctx context.Context, rec *upgradestate.Record, turn u
 	// starts over.
 	if (turn.Retry || turn.Lost != nil) && (req.Kind != kubeadmupgrade.Apply || req.NoReturn) {
 		for _, n := range rec.Agents.Nodes {
-			if n.Node == a.cfg.Name {
+			if n.Node == e.cfg.Name {
 				req.StartPhase = kubeadmupgrade.StartPhase(req.Kind, n.Phase)
 			}
 		}
@@ -86,8 +83,8 @@ func (w *upgrades) request(ctx context.Context, rec *upgradestate.Record, turn u
 
 // documentSays reports whether kubeadm-config's ClusterConfiguration
 // already says version: the first node's point of no return is past.
-func (w *upgrades) documentSays(ctx context.Context, version string) (bool, error) {
-	raw, err := w.a.cfg.Config.Document(ctx)
+func (w *upgrades) documentSays(ctx context.Context, e *env, version string) (bool, error) {
+	raw, err := e.cfg.Config.Document(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -101,88 +98,85 @@ func (w *upgrades) documentSays(ctx context.Context, version string) (bool, erro
 // begin moves the upgrade (or, with host, the node) into step as this
 // agent's run, or takes over the run of an earlier agent of the node
 // (lost), in one write with the phase it starts at.
-func (w *upgrades) begin(ctx context.Context, step, host string, lost *upgradestate.Runner, phase string) (upgradestate.Runner, error) {
-	a := w.a
+func (w *upgrades) begin(ctx context.Context, e *env, step, host string, lost *upgradestate.Runner, phase string) (upgradestate.Runner, error) {
 	procs := upgradestate.LocalProcesses()
-	run := upgradestate.Run{ID: a.cfg.Identity, Step: step, Host: host, Interval: heartbeatInterval,
-		Command: "kubeadm upgrade (agent " + a.cfg.Identity + ")", Leases: a.cfg.Upgrade.HeartbeatNames(), Check: procs.Check}
+	run := upgradestate.Run{ID: e.cfg.Identity, Step: step, Host: host, Interval: heartbeatInterval,
+		Command: "kubeadm upgrade (agent " + e.cfg.Identity + ")", Leases: e.cfg.Upgrade.HeartbeatNames(), Check: procs.Check}
 	var rn upgradestate.Runner
-	cm, err := w.update(ctx, func(rec *upgradestate.Record) (bool, error) {
+	cm, err := w.update(ctx, e, func(rec *upgradestate.Record) (bool, error) {
 		var err error
 		if lost != nil {
-			rn, err = rec.TakeOver(w.clock(), lost.ID, run)
+			rn, err = rec.TakeOver(w.clock(e), lost.ID, run)
 		} else {
-			rn, err = rec.BeginRun(w.clock(), run)
+			rn, err = rec.BeginRun(w.clock(e), run)
 		}
 		if err != nil {
 			return false, err
 		}
-		rec.Agents.BeginPhase(w.clock(), a.cfg.Name, step, phase)
+		rec.Agents.BeginPhase(w.clock(e), e.cfg.Name, step, phase)
 		return true, nil
 	})
 	if err != nil {
 		var live *upgradestate.LiveCommandError
 		if errors.As(err, &live) {
-			w.wait("node %s waits for the kubeadm an earlier agent started (pid %d) to end before it runs %s again", a.cfg.Name, live.Runner.PID, step)
+			w.wait(e, "node %s waits for the kubeadm an earlier agent started (pid %d) to end before it runs %s again", e.cfg.Name, live.Runner.PID, step)
 		} else {
-			w.wait("node %s cannot begin %s yet: %s", a.cfg.Name, step, exitcode.Message(err))
+			w.wait(e, "node %s cannot begin %s yet: %s", e.cfg.Name, step, exitcode.Message(err))
 		}
 		return rn, err
 	}
-	a.inPhase(phase)
+	e.log.inPhase(phase)
 	what := "begins"
 	if lost != nil {
 		what = "takes over from " + lost.ID
 	}
-	a.upgradeEvent(ctx, cm, false, "UpgradeStepStarted", fmt.Sprintf("node %s %s %s, from phase %s", a.cfg.Name, what, step, phase))
+	e.log.upgradeEvent(ctx, cm, false, "UpgradeStepStarted", fmt.Sprintf("node %s %s %s, from phase %s", e.cfg.Name, what, step, phase))
 	return rn, nil
 }
 
 // recordPhase records that the node runs phase of rn's step now.
-func (w *upgrades) recordPhase(ctx context.Context, rn upgradestate.Runner, phase string) error {
-	a := w.a
+func (w *upgrades) recordPhase(ctx context.Context, e *env, rn upgradestate.Runner, phase string) error {
 	// What follows is this phase's, a failure to record it included.
-	a.inPhase(phase)
-	_, err := w.update(ctx, func(rec *upgradestate.Record) (bool, error) {
+	e.log.inPhase(phase)
+	_, err := w.update(ctx, e, func(rec *upgradestate.Record) (bool, error) {
 		if rec.RunnerByID(rn.ID) == nil {
 			return false, exitcode.Conflictf("the step is no longer this agent's: someone moved it (the upgrade is in %s)", rec.State)
 		}
-		rec.Agents.BeginPhase(w.clock(), a.cfg.Name, rn.State, phase)
+		rec.Agents.BeginPhase(w.clock(e), e.cfg.Name, rn.State, phase)
 		return true, nil
 	})
 	if err == nil {
-		a.info("UpgradePhase", "node %s: %s: phase %s", a.cfg.Name, rn.State, phase)
+		e.log.info("UpgradePhase", "node %s: %s: phase %s", e.cfg.Name, rn.State, phase)
 	}
 	return err
 }
 
 // recordProcess records a child the step started in the run id's runner,
 // so that a later agent of the node knows whether it still runs.
-func (w *upgrades) recordProcess(ctx context.Context, id string, p proc.Identity) {
+func (w *upgrades) recordProcess(ctx context.Context, e *env, id string, p proc.Identity) {
 	rp := upgradestate.Process{PID: p.PID, StartTicks: p.StartTicks, BootID: p.BootID, PIDNamespace: p.PIDNamespace}
-	if _, err := w.update(ctx, func(rec *upgradestate.Record) (bool, error) { return rec.RecordProcess(id, rp) }); err != nil {
-		w.a.warn("UpgradeNotRecorded", "could not record the pid %d of a command of the step: %s", p.PID, exitcode.Message(err))
+	if _, err := w.update(ctx, e, func(rec *upgradestate.Record) (bool, error) { return rec.RecordProcess(id, rp) }); err != nil {
+		e.log.warn("UpgradeNotRecorded", "could not record the pid %d of a command of the step: %s", p.PID, exitcode.Message(err))
 	}
 }
 
 // end records the step's outcome, as kubeadmupgrade.Run's error says it.
-func (w *upgrades) end(ctx context.Context, rn upgradestate.Runner, req kubeadmupgrade.Request, err error) {
-	a := w.a
-	outcome, reason := stepOutcome(a.cfg.Name, rn.State, req, err)
+func (w *upgrades) end(ctx context.Context, e *env, rn upgradestate.Runner, req kubeadmupgrade.Request, err error) {
+	outcome, reason := stepOutcome(e.cfg.Name, rn.State, req, err)
 	ok := outcome == upgradestate.NodeDone
-	cm, uerr := w.update(ctx, func(rec *upgradestate.Record) (bool, error) {
-		if _, err := rec.EndRun(w.clock(), rn.ID, ok, reason); err != nil {
+	cm, uerr := w.update(ctx, e, func(rec *upgradestate.Record) (bool, error) {
+		if _, err := rec.EndRun(w.clock(e), rn.ID, ok, reason); err != nil {
 			return false, err
 		}
-		rec.Agents.EndNode(a.cfg.Name, outcome, reason)
+		rec.Agents.EndNode(e.cfg.Name, outcome, reason)
 		return true, nil
 	})
 	if uerr != nil {
-		a.warn("UpgradeNotRecorded", "node %s: %s ended %s, but the record could not say so: %s", a.cfg.Name, rn.State, outcome, exitcode.Message(uerr))
+		e.log.warn("UpgradeNotRecorded", "node %s: %s ended %s, but the record could not say so: %s", e.cfg.Name, rn.State, outcome, exitcode.Message(uerr))
 		return
 	}
-	a.upgradeEvent(ctx, cm, !ok, "UpgradeStep"+outcome, reason)
-	a.state.changed()
+	e.log.upgradeEvent(ctx, cm, !ok, "UpgradeStep"+outcome, reason)
+	e.stateChanged()
 }
 
 // stepOutcome is how the node ended its step, and the reason recorded:
@@ -209,13 +203,4 @@ func stepOutcome(node, step string, req kubeadmupgrade.Request, err error) (outc
 		return upgradestate.NodeFailed, upgradestate.PhaseFailure(node, step, failed.Phase, exitcode.Message(failed.Err), failed.Output)
 	}
 	return upgradestate.NodeFailed, upgradestate.PhaseFailure(node, step, req.StartPhase, exitcode.Message(err), "")
-}
-
-// upgradeProgress logs what a step does.
-func (a *Agent) upgradeProgress(e kubeadmupgrade.Event) {
-	if e.Component != nil {
-		a.progress(reconfigure.Event{Kind: reconfigure.EventComponent, Component: *e.Component})
-		return
-	}
-	a.logErr(nil, e.Warning, e.Reason, e.Message)
 }
