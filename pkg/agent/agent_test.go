@@ -328,7 +328,7 @@ func TestAgentOutcomes(t *testing.T) {
 
 // Another agent's Lease is judged by watching it change, never by its
 // renewTime against this agent's API server's clock: on an HA control
-// plane each API server stamps its own host's time (review R9). A Lease
+// plane each API server stamps its own host's time. A Lease
 // renewed by a live agent, though its renewTime says an hour ago, is never
 // taken over (exit 4, naming the holder); one nobody renews any more,
 // though its renewTime says now, is taken over once seen unchanged for its

@@ -17,11 +17,10 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout/rollouttest"
 )
 
-// The agent's rules against what the 2026-12-02 review found, each on a
-// fake API: an agent that cannot show it holds its Lease acts no more
-// (R10), a write the API refuses is retried with a backoff and logged once
-// (R7), a resume defers for what passes by itself (R4), and an agent writes
-// its own node's entry only (R8).
+// The agent's rules for its Lease and its writes, each on a fake API: an
+// agent that cannot show it holds its Lease acts no more, a write the API
+// refuses is retried with a backoff and logged once, a resume defers for
+// what passes by itself, and an agent writes its own node's entry only.
 
 // expired is a record whose try of DocV2 ran out long ago (the agents'
 // clock says 100s, the deadline was 42s): the next pass writes a revert.
@@ -53,7 +52,7 @@ func recordWrites(a *Agent, client interface {
 	return &n
 }
 
-// R10: an agent whose Lease renewals have failed for more than half its
+// An agent whose Lease renewals have failed for more than half its
 // duration may have been taken over by another agent of its node: it
 // writes nothing to the record (here, the revert of an expired try) and
 // says so once, until a renewal gets through again.
@@ -94,11 +93,11 @@ func TestAgentActsNoMoreOnceItCannotShowItHoldsItsLease(t *testing.T) {
 	}
 }
 
-// R7: a revert the API refuses (a certificate that expired, a Role
+// A revert the API refuses (a certificate that expired, a Role
 // edited, an admission webhook) is tried again with a backoff that
 // doubles up to the resync period, not every 100ms, and the warning is
-// logged once while its message stays the same. The review saw 32 PUTs and
-// 32 warnings in 3s.
+// logged once while its message stays the same (not 32 PUTs and 32
+// warnings in 3s).
 func TestAgentBacksOffAWriteTheAPIRefuses(t *testing.T) {
 	a, client, logged := testAgent(t, expired(t), rollouttest.DocV2)
 	var refuse atomic.Value
@@ -120,11 +119,11 @@ func TestAgentBacksOffAWriteTheAPIRefuses(t *testing.T) {
 	}
 }
 
-// R4: a resumed turn that cannot start, for what passes by itself (here
+// A resumed turn that cannot start, for what passes by itself (here
 // the manifests directory locked by a reconfigure run by hand), leaves the
 // node in progress as the earlier agent left it: no resume counted, no
 // put-back, no RollbackFailed for a node nothing touched; it is tried again
-// later. The review saw exit 9 on a healthy node in sync.
+// later, rather than failing (exit 9) a healthy node in sync.
 func TestAgentDefersAResumeItCannotStart(t *testing.T) {
 	r := rollouttest.Started(t, rollouttest.Spec())
 	if err := r.BeginNode(rollouttest.By("agent/cp-0/old", 1), 1, "cp-0", []string{"kube-apiserver"}, ""); err != nil {
@@ -155,7 +154,7 @@ func TestAgentDefersAResumeItCannotStart(t *testing.T) {
 	}
 }
 
-// R8: an agent writes its own node's entry in the record, and nothing
+// An agent writes its own node's entry in the record, and nothing
 // else of the record's nodes: a change that would touch another node's
 // entry is refused before anything is written.
 func TestAgentWritesItsOwnEntryOnly(t *testing.T) {
@@ -178,7 +177,7 @@ func TestAgentWritesItsOwnEntryOnly(t *testing.T) {
 	}
 }
 
-// R5: the agent publishes when its client certificate expires, in its
+// The agent publishes when its client certificate expires, in its
 // node's state, whatever else it finds (here, no manifests at all).
 func TestAgentPublishesItsCertificateExpiry(t *testing.T) {
 	a, _, _ := testAgent(t, nil, rollouttest.DocV1)
