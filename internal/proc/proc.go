@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
@@ -73,40 +74,63 @@ type Process struct {
 	tail     *Tail // both outputs
 	errTail  *Tail // the standard error alone: the flood a TooLarge child printed is not quoted
 	stdout   *capped
-	start    time.Time
 	ctx      context.Context
-	cancel   context.CancelFunc
+	release  context.CancelFunc
 	done     chan struct{}
 	err      error // of the wait, once done is closed
+
+	mu      sync.Mutex
+	stopped error // why it was stopped (the context's cause), nil if it was not
+
+	once   sync.Once
+	result error // Wait's
 }
+
+// Why a Process's context ends, besides its parent's end.
+var (
+	errTimedOut  = errors.New("proc: the timeout passed")
+	errTooLarge  = errors.New("proc: the output bound was passed")
+	errStartLost = errors.New("proc: the start panicked")
+)
 
 // Start starts c. The child is stopped (its whole process group killed)
 // when ctx ends or c.Timeout passes. On Linux it gets the parent-death
 // signal: the goroutine that started it keeps its thread until it exits,
-// since the kernel sends the signal when that thread ends.
+// since the kernel sends the signal when that thread ends. A child that
+// cannot start is a *RunError with NotStarted.
 func (c *Cmd) Start(ctx context.Context) (*Process, error) {
 	if len(c.Args) == 0 {
 		return nil, errors.New("proc: no command")
 	}
-	p := &Process{cmd: c, tail: &Tail{}, errTail: &Tail{}, start: time.Now(), done: make(chan struct{})}
+	p := &Process{cmd: c, done: make(chan struct{})}
+	ctx, stop := context.WithCancelCause(ctx)
+	p.ctx, p.release = ctx, func() { stop(nil) }
 	if c.Timeout > 0 {
-		p.ctx, p.cancel = context.WithTimeout(ctx, c.Timeout)
-	} else {
-		p.ctx, p.cancel = context.WithCancel(ctx)
+		var cancel context.CancelFunc
+		p.ctx, cancel = context.WithTimeoutCause(ctx, c.Timeout, errTimedOut)
+		p.release = func() { cancel(); stop(nil) }
 	}
 	cmd := exec.CommandContext(p.ctx, c.Args[0], c.Args[1:]...)
 	if len(c.Env) > 0 {
 		cmd.Env = append(os.Environ(), c.Env...)
 	}
 	cmd.Stdin = c.Stdin
-	var stdout io.Writer = p.tail
+	p.tail, p.errTail = &Tail{}, &Tail{}
+	stdout, stderr := tee(c.Stdout, p.tail), tee(c.Stderr, io.MultiWriter(p.tail, p.errTail))
 	if c.MaxStdout > 0 {
-		p.stdout = &capped{max: c.MaxStdout, full: p.cancel}
-		stdout = io.MultiWriter(p.stdout, p.tail)
+		p.stdout = &capped{max: c.MaxStdout, full: func() { stop(errTooLarge) }}
+		stdout = tee(stdout, p.stdout)
 	}
-	cmd.Stdout, cmd.Stderr = tee(c.Stdout, stdout), tee(c.Stderr, io.MultiWriter(p.tail, p.errTail))
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = 5 * time.Second // a grandchild that keeps the output open cannot hold the caller
 	supervise(cmd, c.Foreground)
+	kill := cmd.Cancel
+	cmd.Cancel = func() error {
+		p.mu.Lock()
+		p.stopped = context.Cause(p.ctx)
+		p.mu.Unlock()
+		return kill()
+	}
 	p.ecmd = cmd
 
 	started := make(chan error, 1)
@@ -116,10 +140,15 @@ func (c *Cmd) Start(ctx context.Context) (*Process, error) {
 		sent := false
 		defer func() {
 			if !sent {
-				started <- errors.New("proc: the start panicked")
+				started <- errStartLost
 			}
 		}()
 		err := cmd.Start()
+		if err == nil {
+			// Named before anything can reap it: its pid is its own
+			// until then.
+			p.identity = Describe(cmd.Process.Pid)
+		}
 		sent = true
 		started <- err
 		if err != nil {
@@ -128,26 +157,30 @@ func (c *Cmd) Start(ctx context.Context) (*Process, error) {
 		return cmd.Wait()
 	})
 	if err := <-started; err != nil {
-		p.cancel()
-		<-waited
+		p.release()
+		if panicked := <-waited; errors.Is(err, errStartLost) && panicked != nil {
+			err = panicked // a bug: its panic says where
+		}
 		return nil, &RunError{Command: c.Args, ExitCode: -1, Err: err, NotStarted: true}
 	}
-	p.identity = Describe(cmd.Process.Pid)
-	go func() {
+	crash.Go(func() error {
 		p.err = <-waited
+		p.release()
 		close(p.done)
-	}()
+		return nil
+	})
 	return p, nil
 }
 
-func tee(w, tail io.Writer) io.Writer {
+func tee(w, also io.Writer) io.Writer {
 	if w == nil {
-		return tail
+		return also
 	}
-	return io.MultiWriter(w, tail)
+	return io.MultiWriter(w, also)
 }
 
 // Identity names the started child for a later look at whether it runs.
+// It is read before anything can reap the child.
 func (p *Process) Identity() Identity { return p.identity }
 
 // PID is the child's process id, also its process group's.
@@ -156,8 +189,17 @@ func (p *Process) PID() int { return p.ecmd.Process.Pid }
 // Done is closed once the child has exited and been reaped.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
-// Signal sends sig to the child's whole process group.
-func (p *Process) Signal(sig os.Signal) error { return signalGroup(p.ecmd.Process, sig) }
+// Signal sends sig to the child's whole process group (Windows: ends the
+// child). Once Done, it sends nothing (os.ErrProcessDone): the group's id
+// may name another group by then.
+func (p *Process) Signal(sig os.Signal) error {
+	select {
+	case <-p.done:
+		return os.ErrProcessDone
+	default:
+	}
+	return signalGroup(p.ecmd.Process, sig)
+}
 
 // Tail is the end of what the child printed, as RunError quotes it.
 func (p *Process) Tail() string { return p.tail.Last(p.tailLines(), p.tailBytes()) }
@@ -174,30 +216,35 @@ func (p *Process) State() *os.ProcessState {
 }
 
 // Wait waits for the child to exit and returns nil when it exited 0 (and
-// printed no more than MaxStdout), a *RunError otherwise.
+// printed no more than MaxStdout), a *RunError otherwise. It may be called
+// more than once.
 func (p *Process) Wait() error {
 	<-p.done
-	defer p.cancel()
-	timedOut := errors.Is(p.ctx.Err(), context.DeadlineExceeded) && p.cmd.Timeout > 0 && time.Since(p.start) >= p.cmd.Timeout
-	tooLarge := p.stdout != nil && p.stdout.overflow
+	p.once.Do(func() { p.result = p.runError() })
+	return p.result
+}
+
+func (p *Process) runError() error {
+	tooLarge := p.stdout != nil && p.stdout.overflowed()
 	if p.err == nil && !tooLarge {
 		return nil
 	}
-	e := &RunError{Command: p.cmd.Args, ExitCode: -1, Err: p.err, Tail: p.Tail(),
-		TimedOut: timedOut, Timeout: p.cmd.Timeout, TooLarge: tooLarge, MaxStdout: p.cmd.MaxStdout}
-	if tooLarge {
-		e.Tail = p.errTail.Last(p.tailLines(), p.tailBytes())
-	}
-	var exit *exec.ExitError
+	p.mu.Lock()
+	stopped := p.stopped
+	p.mu.Unlock()
+	e := &RunError{Command: p.cmd.Args, ExitCode: -1, Err: p.err, Tail: p.Tail(), Timeout: p.cmd.Timeout, MaxStdout: p.cmd.MaxStdout}
 	switch {
-	case timedOut || tooLarge:
-	case p.ctx.Err() != nil:
+	case tooLarge:
+		e.TooLarge, e.Tail = true, p.errTail.Last(p.tailLines(), p.tailBytes())
+	case errors.Is(stopped, errTimedOut):
+		e.TimedOut = true
+	case stopped != nil:
 		e.Interrupted = true
-	case errors.As(p.err, &exit):
-		if exit.Exited() {
-			e.ExitCode = exit.ExitCode()
-		} else if sig, ok := exitSignal(exit.ProcessState); ok {
+	case p.ecmd.ProcessState != nil: // it ended by itself
+		if sig, ok := exitSignal(p.ecmd.ProcessState); ok {
 			e.Signal = sig
+		} else if p.ecmd.ProcessState.Exited() {
+			e.ExitCode = p.ecmd.ProcessState.ExitCode()
 		}
 	}
 	return e
@@ -212,10 +259,10 @@ func (p *Process) Stdout() string {
 	return p.stdout.String()
 }
 
-func (p *Process) tailLines() int { return cmp(p.cmd.TailLines, DefaultTailLines) }
-func (p *Process) tailBytes() int { return cmp(p.cmd.TailBytes, DefaultTailBytes) }
+func (p *Process) tailLines() int { return orDefault(p.cmd.TailLines, DefaultTailLines) }
+func (p *Process) tailBytes() int { return orDefault(p.cmd.TailBytes, DefaultTailBytes) }
 
-func cmp(v, def int) int {
+func orDefault(v, def int) int {
 	if v > 0 {
 		return v
 	}
@@ -295,6 +342,8 @@ func (e *RunError) How() string {
 		return "was interrupted"
 	case e.Signal != nil:
 		return fmt.Sprintf("was killed by signal %s", e.Signal)
+	case e.ExitCode == 0 && e.Err != nil: // what it started held its output open
+		return fmt.Sprintf("exited 0 but failed: %v", e.Err)
 	case e.ExitCode >= 0:
 		return fmt.Sprintf("exited %d", e.ExitCode)
 	}

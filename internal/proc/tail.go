@@ -73,6 +73,12 @@ func (c *capped) Write(p []byte) (int, error) {
 	return c.buf.Write(p)
 }
 
+func (c *capped) overflowed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.overflow
+}
+
 func (c *capped) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
