@@ -49,9 +49,10 @@ func startGroup(t *testing.T, script string) (*Process, string) {
 		t.Fatal(err)
 	}
 	c := Command("sh", "-c", script)
-	c.Stdin, c.Stdout = in, w
+	c.Stdin, c.Stdout, c.NoTail = in, w, true // the pipe itself, which the child holds
 	p, err := c.Start(context.Background())
 	in.Close()
+	w.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,6 @@ func startGroup(t *testing.T, script string) (*Process, string) {
 		_ = p.Signal(syscall.SIGKILL)
 		hold.Close()
 		<-p.Done()
-		w.Close()
 		out.Close()
 	})
 	line, _ := bufio.NewReader(out).ReadString('\n')

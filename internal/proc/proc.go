@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,13 +32,20 @@ type Cmd struct {
 	// Args is the command and its arguments; Args[0] is looked up in PATH
 	// when it holds no slash.
 	Args []string
-	// Env is added to this program's environment (KEY=VALUE).
+	// Environ is the environment Env is added to; nil is this program's.
+	Environ []string
+	// Env is added to the environment (KEY=VALUE); a key given twice takes
+	// its last value.
 	Env []string
 	// Stdin is the child's standard input; nil is the null device.
 	Stdin io.Reader
 	// Stdout and Stderr receive the output as it comes, besides the tail;
 	// nil keeps it in the tail only.
 	Stdout, Stderr io.Writer
+	// NoTail gives Stdout and Stderr to the child as they are, keeping no
+	// tail: a terminal's files then reach the child itself, which an
+	// editor needs to draw on it. RunError quotes no output then.
+	NoTail bool
 	// MaxStdout stops the child once its standard output passes this many
 	// bytes (RunError.TooLarge); 0 is no bound. What Stdout receives is
 	// not cut.
@@ -71,7 +79,7 @@ type Process struct {
 	cmd      *Cmd
 	ecmd     *exec.Cmd
 	identity Identity
-	tail     *Tail // both outputs
+	tail     *Tail // both outputs; nil with NoTail
 	errTail  *Tail // the standard error alone: the flood a TooLarge child printed is not quoted
 	stdout   *capped
 	ctx      context.Context
@@ -111,12 +119,19 @@ func (c *Cmd) Start(ctx context.Context) (*Process, error) {
 		p.release = func() { cancel(); stop(nil) }
 	}
 	cmd := exec.CommandContext(p.ctx, c.Args[0], c.Args[1:]...)
-	if len(c.Env) > 0 {
-		cmd.Env = append(os.Environ(), c.Env...)
+	if c.Environ != nil || len(c.Env) > 0 {
+		env := c.Environ
+		if env == nil {
+			env = os.Environ()
+		}
+		cmd.Env = append(slices.Clip(env), c.Env...)
 	}
 	cmd.Stdin = c.Stdin
-	p.tail, p.errTail = &Tail{}, &Tail{}
-	stdout, stderr := tee(c.Stdout, p.tail), tee(c.Stderr, io.MultiWriter(p.tail, p.errTail))
+	stdout, stderr := c.Stdout, c.Stderr
+	if !c.NoTail {
+		p.tail, p.errTail = &Tail{}, &Tail{}
+		stdout, stderr = tee(stdout, p.tail), tee(stderr, io.MultiWriter(p.tail, p.errTail))
+	}
 	if c.MaxStdout > 0 {
 		p.stdout = &capped{max: c.MaxStdout, full: func() { stop(errTooLarge) }}
 		stdout = tee(stdout, p.stdout)
@@ -201,8 +216,14 @@ func (p *Process) Signal(sig os.Signal) error {
 	return signalGroup(p.ecmd.Process, sig)
 }
 
-// Tail is the end of what the child printed, as RunError quotes it.
-func (p *Process) Tail() string { return p.tail.Last(p.tailLines(), p.tailBytes()) }
+// Tail is the end of what the child printed, as RunError quotes it; ""
+// with NoTail.
+func (p *Process) Tail() string {
+	if p.tail == nil {
+		return ""
+	}
+	return p.tail.Last(p.tailLines(), p.tailBytes())
+}
 
 // State is how the child ended; nil before Done, or when it was not
 // reaped.
@@ -235,7 +256,10 @@ func (p *Process) runError() error {
 	e := &RunError{Command: p.cmd.Args, ExitCode: -1, Err: p.err, Tail: p.Tail(), Timeout: p.cmd.Timeout, MaxStdout: p.cmd.MaxStdout}
 	switch {
 	case tooLarge:
-		e.TooLarge, e.Tail = true, p.errTail.Last(p.tailLines(), p.tailBytes())
+		e.TooLarge, e.Tail = true, ""
+		if p.errTail != nil {
+			e.Tail = p.errTail.Last(p.tailLines(), p.tailBytes())
+		}
 	case errors.Is(stopped, errTimedOut):
 		e.TimedOut = true
 	case stopped != nil:
@@ -292,6 +316,15 @@ func (c *Cmd) Output(ctx context.Context) (string, error) {
 	err = p.Wait()
 	return p.Stdout(), err
 }
+
+// ErrNotFound is what the RunError of a command that is not in PATH wraps
+// (errors.Is).
+var ErrNotFound = exec.ErrNotFound
+
+// LookPath finds the file Cmd runs for name. A caller that runs one
+// command several times looks it up once, so that every run is of the same
+// file.
+func LookPath(name string) (string, error) { return exec.LookPath(name) }
 
 // DefaultMaxOutput bounds what Output keeps of a child's standard output.
 const DefaultMaxOutput = 4 << 20

@@ -59,11 +59,14 @@ func TestRunErrorOfAChildKilledByASignal(t *testing.T) {
 func TestRunErrorOfAMissingCommand(t *testing.T) {
 	err := Command("kubeadmcfg-no-such-command", "version").Run(context.Background())
 	re := runError(t, err)
-	if !re.NotStarted || re.ExitCode != -1 || re.Err == nil {
-		t.Errorf("%#v, want not started", re)
+	if !re.NotStarted || re.ExitCode != -1 || !errors.Is(err, ErrNotFound) {
+		t.Errorf("%#v, want not started, not found", re)
 	}
 	if !strings.HasPrefix(err.Error(), "kubeadmcfg-no-such-command version could not start: ") {
 		t.Errorf("error %q", err)
+	}
+	if _, err := LookPath("kubeadmcfg-no-such-command"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("LookPath: %v", err)
 	}
 }
 
@@ -144,7 +147,7 @@ func TestMaxStdoutStopsAFlood(t *testing.T) {
 }
 
 // Output returns the standard output alone; Env is added to the
-// environment.
+// environment, Environ replaces this program's.
 func TestOutputAndEnvironment(t *testing.T) {
 	t.Setenv("PROC_TEST_INHERITED", "inherited")
 	c := Command("sh", "-c", `echo "$PROC_TEST_INHERITED $PROC_TEST_ADDED"; echo not this >&2`)
@@ -152,6 +155,11 @@ func TestOutputAndEnvironment(t *testing.T) {
 	out, err := c.Output(context.Background())
 	if err != nil || out != "inherited added\n" {
 		t.Errorf("got %q, %v", out, err)
+	}
+	c = Command("env")
+	c.Environ, c.Env = []string{"A=1", "B=2"}, []string{"B=3"}
+	if out, err := c.Output(context.Background()); err != nil || out != "A=1\nB=3\n" {
+		t.Errorf("env: got %q, %v", out, err)
 	}
 }
 

@@ -3,6 +3,8 @@ package proc
 import (
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestTailKeepsTheLastLines(t *testing.T) {
@@ -24,7 +26,31 @@ func TestTailKeepsTheLastLines(t *testing.T) {
 func TestTailLeavesOutKubeadmsHint(t *testing.T) {
 	var tb Tail
 	_, _ = tb.Write([]byte("[preflight] Running pre-flight checks\nerror: boom\nTo see the stack trace of this error execute with --v=5 or higher\n"))
-	if got, want := tb.Last(5, 512), "[preflight] Running pre-flight checks | error: boom"; got != want {
-		t.Errorf("got %q, want %q", got, want)
+	if diff := cmp.Diff([]string{"[preflight] Running pre-flight checks", "error: boom"}, tb.Lines(5)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// String is the end of the output as written, bounded by Keep.
+func TestTailStringKeepsTheEnd(t *testing.T) {
+	tb := Tail{Keep: 16}
+	_, _ = tb.Write([]byte("first line\nsecond\n"))
+	if got := tb.String(); got != "rst line\nsecond\n" {
+		t.Errorf("got %q, want the last 16 bytes", got)
+	}
+	for range 100 {
+		_, _ = tb.Write([]byte("0123456789\n"))
+	}
+	if got := tb.String(); got != "6789\n0123456789\n" {
+		t.Errorf("got %q", got)
+	}
+	if tb.mu.Lock(); len(tb.buf) > 2*16 {
+		t.Errorf("holds %d bytes, more than twice Keep", len(tb.buf))
+	}
+	tb.mu.Unlock()
+	small := Tail{Keep: 1 << 10}
+	_, _ = small.Write([]byte("all of it\n"))
+	if got := small.String(); got != "all of it\n" {
+		t.Errorf("got %q", got)
 	}
 }
