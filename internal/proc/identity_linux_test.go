@@ -14,28 +14,6 @@ import (
 	"time"
 )
 
-func waitGroupState(t *testing.T, id Identity, want State) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for GroupState(id) != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%+v: group state %d, want %d", id, GroupState(id), want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func waitProcessState(t *testing.T, id Identity, want State) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for ProcessState(id) != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%+v: process state %d, want %d", id, ProcessState(id), want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // startGroup starts sh -c script as Start does, with its stdin held open,
 // and returns it with the first line it prints.
 func startGroup(t *testing.T, script string) (*Process, string) {
