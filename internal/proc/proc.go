@@ -54,8 +54,11 @@ type Cmd struct {
 	// the context.
 	Timeout time.Duration
 	// Foreground, when set, is the controlling terminal whose foreground
-	// the child's process group takes when it starts (Unix), so that it can
-	// read it and the terminal's signals reach it directly.
+	// the child's process group takes while it runs (Unix), so that it can
+	// read it and the terminal's signals (Ctrl-C) reach it directly, not
+	// through this program. This program ignores SIGTTOU meanwhile, and its
+	// own process group takes the foreground back once the child has
+	// exited. ForegroundTerminal tells whether a reader is such a terminal.
 	Foreground *os.File
 	// TailLines and TailBytes bound RunError.Tail and Process.Tail's
 	// default (DefaultTailLines, DefaultTailBytes when 0).
@@ -163,6 +166,10 @@ func (c *Cmd) Start(ctx context.Context) (*Process, error) {
 			// Named before anything can reap it: its pid is its own
 			// until then.
 			p.identity = Describe(cmd.Process.Pid)
+			if c.Foreground != nil {
+				handedOver()
+				defer takeBack(c.Foreground, cmd.Process.Pid)
+			}
 		}
 		sent = true
 		started <- err
