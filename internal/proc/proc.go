@@ -58,7 +58,8 @@ type Cmd struct {
 	// read it and the terminal's signals (Ctrl-C) reach it directly, not
 	// through this program. This program ignores SIGTTOU meanwhile, and its
 	// own process group takes the foreground back once the child has
-	// exited. ForegroundTerminal tells whether a reader is such a terminal.
+	// exited; so hand the terminal to one child at a time.
+	// ForegroundTerminal tells whether a reader is such a terminal.
 	Foreground *os.File
 	// TailLines and TailBytes bound RunError.Tail and Process.Tail's
 	// default (DefaultTailLines, DefaultTailBytes when 0).
