@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The checks a change must pass besides the tests: formatting, vet, lint,
-# tidy go.mod files, verb packages that import no sibling, current generated
-# code, a plugin that links no component packages and stays within its
-# budgets (hack/budgets), a krew manifest krew's own validator accepts, a
+# tidy go.mod files, verb packages that import no sibling, child processes
+# started by internal/proc alone, current generated code, a plugin that
+# links no component packages and stays within its budgets
+# (hack/budgets), a krew manifest krew's own validator accepts, a
 # command reference that matches the commands, and an agent unit that
 # systemd scores as sandboxed.
 set -euo pipefail
@@ -54,6 +55,26 @@ siblings="$(go list -f '{{.ImportPath}} {{join .Imports " "}}' ./pkg/cmd/... | a
 if [[ -n "${siblings}" ]]; then
 	echo "a package under pkg/cmd imports a verb package; share through pkg/cmd/cmdutil or a domain package instead:" >&2
 	echo "${siblings}" >&2
+	exit 1
+fi
+
+# Child processes are started by internal/proc alone, which gives each a
+# process group of its own, the parent-death signal, a bounded tail of its
+# output and one error type: no other package the plugin ships (pkg/,
+# cmd/) imports os/exec, on any platform it is built for. Tests, hack/ and
+# internal/testcluster are developer harness and may.
+step "only internal/proc starts child processes (no os/exec in pkg/ or cmd/)"
+exec_exceptions=(
+	github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/agent # pkg/agent: until its kubeadm moves to pkg/kubeadmupgrade
+)
+pkg_imports="$(for goos in linux darwin windows; do
+	GOOS="${goos}" go list -f '{{.ImportPath}} {{join .Imports " "}}' ./pkg/... ./cmd/... || exit 1
+done)"
+exec_users="$(awk '/ os\/exec( |$)/ { print $1 }' <<<"${pkg_imports}" | sort -u |
+	grep -vxF -f <(printf '%s\n' "${exec_exceptions[@]}") || true)"
+if [[ -n "${exec_users}" ]]; then
+	echo "these packages import os/exec; start child processes with internal/proc instead:" >&2
+	echo "${exec_users}" >&2
 	exit 1
 fi
 

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"io"
 	"os"
 	"os/exec"
 )
@@ -13,3 +14,11 @@ func supervise(*exec.Cmd, *os.File) {}
 func signalGroup(p *os.Process, _ os.Signal) error { return p.Kill() }
 
 func exitSignal(*os.ProcessState) (os.Signal, bool) { return nil, false }
+
+// ForegroundTerminal finds no terminal to hand over on Windows, which has
+// no process groups: the child shares the console.
+func ForegroundTerminal(io.Reader) (tty *os.File, background bool) { return nil, false }
+
+func handedOver() {}
+
+func takeBack(*os.File, int) {}

@@ -70,6 +70,7 @@ func (id Identity) seen() bool {
 // started) still has a process. The pid of a group's leader is not used
 // again while the group has members, so a leader that started at another
 // time means the group has ended. Zombies left to be reaped do not count.
+// Without StartTicks a group that took the pid again is taken for it.
 func GroupState(id Identity) State {
 	if !id.seen() {
 		return Unknown
@@ -79,7 +80,7 @@ func GroupState(id Identity) State {
 
 // ProcessState tells whether the process id itself still runs: its pid is
 // gone, a zombie, or another process's (started at another time) once it
-// has ended.
+// has ended. Without StartTicks a pid used again is taken for it.
 func ProcessState(id Identity) State {
 	if !id.seen() {
 		return Unknown

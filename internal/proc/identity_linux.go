@@ -41,7 +41,7 @@ func groupState(id Identity) State {
 
 func processState(id Identity) State {
 	if st, ok := readStat(id.PID); ok {
-		if st.start != id.StartTicks || st.state == "Z" || st.state == "X" {
+		if id.StartTicks != 0 && st.start != id.StartTicks || st.state == "Z" || st.state == "X" {
 			return Ended
 		}
 		return Running

@@ -17,7 +17,9 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
@@ -30,13 +32,20 @@ type Cmd struct {
 	// Args is the command and its arguments; Args[0] is looked up in PATH
 	// when it holds no slash.
 	Args []string
-	// Env is added to this program's environment (KEY=VALUE).
+	// Environ is the environment Env is added to; nil is this program's.
+	Environ []string
+	// Env is added to the environment (KEY=VALUE); a key given twice takes
+	// its last value.
 	Env []string
 	// Stdin is the child's standard input; nil is the null device.
 	Stdin io.Reader
 	// Stdout and Stderr receive the output as it comes, besides the tail;
 	// nil keeps it in the tail only.
 	Stdout, Stderr io.Writer
+	// NoTail gives Stdout and Stderr to the child as they are, keeping no
+	// tail: a terminal's files then reach the child itself, which an
+	// editor needs to draw on it. RunError quotes no output then.
+	NoTail bool
 	// MaxStdout stops the child once its standard output passes this many
 	// bytes (RunError.TooLarge); 0 is no bound. What Stdout receives is
 	// not cut.
@@ -45,8 +54,12 @@ type Cmd struct {
 	// the context.
 	Timeout time.Duration
 	// Foreground, when set, is the controlling terminal whose foreground
-	// the child's process group takes when it starts (Unix), so that it can
-	// read it and the terminal's signals reach it directly.
+	// the child's process group takes while it runs (Unix), so that it can
+	// read it and the terminal's signals (Ctrl-C) reach it directly, not
+	// through this program. This program ignores SIGTTOU meanwhile, and its
+	// own process group takes the foreground back once the child has
+	// exited; so hand the terminal to one child at a time.
+	// ForegroundTerminal tells whether a reader is such a terminal.
 	Foreground *os.File
 	// TailLines and TailBytes bound RunError.Tail and Process.Tail's
 	// default (DefaultTailLines, DefaultTailBytes when 0).
@@ -70,43 +83,73 @@ type Process struct {
 	cmd      *Cmd
 	ecmd     *exec.Cmd
 	identity Identity
-	tail     *Tail // both outputs
+	tail     *Tail // both outputs; nil with NoTail
 	errTail  *Tail // the standard error alone: the flood a TooLarge child printed is not quoted
 	stdout   *capped
-	start    time.Time
 	ctx      context.Context
-	cancel   context.CancelFunc
+	release  context.CancelFunc
 	done     chan struct{}
 	err      error // of the wait, once done is closed
+
+	mu      sync.Mutex
+	stopped error // why it was stopped (the context's cause), nil if it was not
+
+	once   sync.Once
+	result error // Wait's
 }
+
+// Why a Process's context ends, besides its parent's end.
+var (
+	errTimedOut  = errors.New("proc: the timeout passed")
+	errTooLarge  = errors.New("proc: the output bound was passed")
+	errStartLost = errors.New("proc: the start panicked")
+)
 
 // Start starts c. The child is stopped (its whole process group killed)
 // when ctx ends or c.Timeout passes. On Linux it gets the parent-death
 // signal: the goroutine that started it keeps its thread until it exits,
-// since the kernel sends the signal when that thread ends.
+// since the kernel sends the signal when that thread ends. A child that
+// cannot start is a *RunError with NotStarted.
 func (c *Cmd) Start(ctx context.Context) (*Process, error) {
 	if len(c.Args) == 0 {
 		return nil, errors.New("proc: no command")
 	}
-	p := &Process{cmd: c, tail: &Tail{}, errTail: &Tail{}, start: time.Now(), done: make(chan struct{})}
+	p := &Process{cmd: c, done: make(chan struct{})}
+	ctx, stop := context.WithCancelCause(ctx)
+	p.ctx, p.release = ctx, func() { stop(nil) }
 	if c.Timeout > 0 {
-		p.ctx, p.cancel = context.WithTimeout(ctx, c.Timeout)
-	} else {
-		p.ctx, p.cancel = context.WithCancel(ctx)
+		var cancel context.CancelFunc
+		p.ctx, cancel = context.WithTimeoutCause(ctx, c.Timeout, errTimedOut)
+		p.release = func() { cancel(); stop(nil) }
 	}
 	cmd := exec.CommandContext(p.ctx, c.Args[0], c.Args[1:]...)
-	if len(c.Env) > 0 {
-		cmd.Env = append(os.Environ(), c.Env...)
+	if c.Environ != nil || len(c.Env) > 0 {
+		env := c.Environ
+		if env == nil {
+			env = os.Environ()
+		}
+		cmd.Env = append(slices.Clip(env), c.Env...)
 	}
 	cmd.Stdin = c.Stdin
-	var stdout io.Writer = p.tail
-	if c.MaxStdout > 0 {
-		p.stdout = &capped{max: c.MaxStdout, full: p.cancel}
-		stdout = io.MultiWriter(p.stdout, p.tail)
+	stdout, stderr := c.Stdout, c.Stderr
+	if !c.NoTail {
+		p.tail, p.errTail = &Tail{}, &Tail{}
+		stdout, stderr = tee(stdout, p.tail), tee(stderr, io.MultiWriter(p.tail, p.errTail))
 	}
-	cmd.Stdout, cmd.Stderr = tee(c.Stdout, stdout), tee(c.Stderr, io.MultiWriter(p.tail, p.errTail))
+	if c.MaxStdout > 0 {
+		p.stdout = &capped{max: c.MaxStdout, full: func() { stop(errTooLarge) }}
+		stdout = tee(stdout, p.stdout)
+	}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = 5 * time.Second // a grandchild that keeps the output open cannot hold the caller
 	supervise(cmd, c.Foreground)
+	kill := cmd.Cancel
+	cmd.Cancel = func() error {
+		p.mu.Lock()
+		p.stopped = context.Cause(p.ctx)
+		p.mu.Unlock()
+		return kill()
+	}
 	p.ecmd = cmd
 
 	started := make(chan error, 1)
@@ -116,10 +159,19 @@ func (c *Cmd) Start(ctx context.Context) (*Process, error) {
 		sent := false
 		defer func() {
 			if !sent {
-				started <- errors.New("proc: the start panicked")
+				started <- errStartLost
 			}
 		}()
 		err := cmd.Start()
+		if err == nil {
+			// Named before anything can reap it: its pid is its own
+			// until then.
+			p.identity = Describe(cmd.Process.Pid)
+			if c.Foreground != nil {
+				handedOver()
+				defer takeBack(c.Foreground, cmd.Process.Pid)
+			}
+		}
 		sent = true
 		started <- err
 		if err != nil {
@@ -128,26 +180,30 @@ func (c *Cmd) Start(ctx context.Context) (*Process, error) {
 		return cmd.Wait()
 	})
 	if err := <-started; err != nil {
-		p.cancel()
-		<-waited
+		p.release()
+		if panicked := <-waited; errors.Is(err, errStartLost) && panicked != nil {
+			err = panicked // a bug: its panic says where
+		}
 		return nil, &RunError{Command: c.Args, ExitCode: -1, Err: err, NotStarted: true}
 	}
-	p.identity = Describe(cmd.Process.Pid)
-	go func() {
+	crash.Go(func() error {
 		p.err = <-waited
+		p.release()
 		close(p.done)
-	}()
+		return nil
+	})
 	return p, nil
 }
 
-func tee(w, tail io.Writer) io.Writer {
+func tee(w, also io.Writer) io.Writer {
 	if w == nil {
-		return tail
+		return also
 	}
-	return io.MultiWriter(w, tail)
+	return io.MultiWriter(w, also)
 }
 
 // Identity names the started child for a later look at whether it runs.
+// It is read before anything can reap the child.
 func (p *Process) Identity() Identity { return p.identity }
 
 // PID is the child's process id, also its process group's.
@@ -156,11 +212,26 @@ func (p *Process) PID() int { return p.ecmd.Process.Pid }
 // Done is closed once the child has exited and been reaped.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
-// Signal sends sig to the child's whole process group.
-func (p *Process) Signal(sig os.Signal) error { return signalGroup(p.ecmd.Process, sig) }
+// Signal sends sig to the child's whole process group (Windows: ends the
+// child). Once Done, it sends nothing (os.ErrProcessDone): the group's id
+// may name another group by then.
+func (p *Process) Signal(sig os.Signal) error {
+	select {
+	case <-p.done:
+		return os.ErrProcessDone
+	default:
+	}
+	return signalGroup(p.ecmd.Process, sig)
+}
 
-// Tail is the end of what the child printed, as RunError quotes it.
-func (p *Process) Tail() string { return p.tail.Last(p.tailLines(), p.tailBytes()) }
+// Tail is the end of what the child printed, as RunError quotes it; ""
+// with NoTail.
+func (p *Process) Tail() string {
+	if p.tail == nil {
+		return ""
+	}
+	return p.tail.Last(p.tailLines(), p.tailBytes())
+}
 
 // State is how the child ended; nil before Done, or when it was not
 // reaped.
@@ -174,30 +245,38 @@ func (p *Process) State() *os.ProcessState {
 }
 
 // Wait waits for the child to exit and returns nil when it exited 0 (and
-// printed no more than MaxStdout), a *RunError otherwise.
+// printed no more than MaxStdout), a *RunError otherwise. It may be called
+// more than once.
 func (p *Process) Wait() error {
 	<-p.done
-	defer p.cancel()
-	timedOut := errors.Is(p.ctx.Err(), context.DeadlineExceeded) && p.cmd.Timeout > 0 && time.Since(p.start) >= p.cmd.Timeout
-	tooLarge := p.stdout != nil && p.stdout.overflow
+	p.once.Do(func() { p.result = p.runError() })
+	return p.result
+}
+
+func (p *Process) runError() error {
+	tooLarge := p.stdout != nil && p.stdout.overflowed()
 	if p.err == nil && !tooLarge {
 		return nil
 	}
-	e := &RunError{Command: p.cmd.Args, ExitCode: -1, Err: p.err, Tail: p.Tail(),
-		TimedOut: timedOut, Timeout: p.cmd.Timeout, TooLarge: tooLarge, MaxStdout: p.cmd.MaxStdout}
-	if tooLarge {
-		e.Tail = p.errTail.Last(p.tailLines(), p.tailBytes())
-	}
-	var exit *exec.ExitError
+	p.mu.Lock()
+	stopped := p.stopped
+	p.mu.Unlock()
+	e := &RunError{Command: p.cmd.Args, ExitCode: -1, Err: p.err, Tail: p.Tail(), Timeout: p.cmd.Timeout, MaxStdout: p.cmd.MaxStdout}
 	switch {
-	case timedOut || tooLarge:
-	case p.ctx.Err() != nil:
+	case tooLarge:
+		e.TooLarge, e.Tail = true, ""
+		if p.errTail != nil {
+			e.Tail = p.errTail.Last(p.tailLines(), p.tailBytes())
+		}
+	case errors.Is(stopped, errTimedOut):
+		e.TimedOut = true
+	case stopped != nil:
 		e.Interrupted = true
-	case errors.As(p.err, &exit):
-		if exit.Exited() {
-			e.ExitCode = exit.ExitCode()
-		} else if sig, ok := exitSignal(exit.ProcessState); ok {
+	case p.ecmd.ProcessState != nil: // it ended by itself
+		if sig, ok := exitSignal(p.ecmd.ProcessState); ok {
 			e.Signal = sig
+		} else if p.ecmd.ProcessState.Exited() {
+			e.ExitCode = p.ecmd.ProcessState.ExitCode()
 		}
 	}
 	return e
@@ -212,10 +291,10 @@ func (p *Process) Stdout() string {
 	return p.stdout.String()
 }
 
-func (p *Process) tailLines() int { return cmp(p.cmd.TailLines, DefaultTailLines) }
-func (p *Process) tailBytes() int { return cmp(p.cmd.TailBytes, DefaultTailBytes) }
+func (p *Process) tailLines() int { return orDefault(p.cmd.TailLines, DefaultTailLines) }
+func (p *Process) tailBytes() int { return orDefault(p.cmd.TailBytes, DefaultTailBytes) }
 
-func cmp(v, def int) int {
+func orDefault(v, def int) int {
 	if v > 0 {
 		return v
 	}
@@ -245,6 +324,15 @@ func (c *Cmd) Output(ctx context.Context) (string, error) {
 	err = p.Wait()
 	return p.Stdout(), err
 }
+
+// ErrNotFound is what the RunError of a command that is not in PATH wraps
+// (errors.Is).
+var ErrNotFound = exec.ErrNotFound
+
+// LookPath finds the file Cmd runs for name. A caller that runs one
+// command several times looks it up once, so that every run is of the same
+// file.
+func LookPath(name string) (string, error) { return exec.LookPath(name) }
 
 // DefaultMaxOutput bounds what Output keeps of a child's standard output.
 const DefaultMaxOutput = 4 << 20
@@ -295,6 +383,8 @@ func (e *RunError) How() string {
 		return "was interrupted"
 	case e.Signal != nil:
 		return fmt.Sprintf("was killed by signal %s", e.Signal)
+	case e.ExitCode == 0 && e.Err != nil: // what it started held its output open
+		return fmt.Sprintf("exited 0 but failed: %v", e.Err)
 	case e.ExitCode >= 0:
 		return fmt.Sprintf("exited %d", e.ExitCode)
 	}

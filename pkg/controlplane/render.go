@@ -1,18 +1,17 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/lazyregexp"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
 )
 
 // Renderer renders static Pod manifests with the real kubeadm, never by
@@ -30,7 +29,7 @@ type Renderer struct {
 // config file holding a ClusterConfiguration and this node's
 // InitConfiguration.
 func (r Renderer) Render(ctx context.Context, configFile []byte, components []Component) (map[Component][]byte, error) {
-	bin, err := exec.LookPath(r.Kubeadm)
+	bin, err := proc.LookPath(r.Kubeadm)
 	if err != nil {
 		return nil, fmt.Errorf("cannot run kubeadm: %w", err)
 	}
@@ -55,11 +54,11 @@ func (r Renderer) Render(ctx context.Context, configFile []byte, components []Co
 		if err := os.Mkdir(manifests, 0o700); err != nil {
 			return nil, err
 		}
-		cmd := exec.CommandContext(ctx, bin, append(c.phase(), "--config", config, "--dry-run")...)
-		cmd.Env = append(os.Environ(), "KUBEADM_INIT_DRYRUN_DIR="+manifests)
-		var output bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &output, &output
-		if err := cmd.Run(); err != nil {
+		cmd := proc.Command(bin, append(c.phase(), "--config", config, "--dry-run")...)
+		cmd.Env = []string{"KUBEADM_INIT_DRYRUN_DIR=" + manifests}
+		output := &proc.Tail{Keep: maxKubeadmOutput}
+		cmd.Stdout, cmd.Stderr = output, output
+		if err := cmd.Run(ctx); err != nil {
 			return nil, &KubeadmError{Component: c, Err: err, Output: output.String()}
 		}
 		data, err := input.ReadFile(filepath.Join(manifests, c.File()))
@@ -74,6 +73,10 @@ func (r Renderer) Render(ctx context.Context, configFile []byte, components []Co
 	return out, nil
 }
 
+// maxKubeadmOutput bounds what a render keeps of kubeadm's output, its
+// end: kubeadm says why it failed last, after its progress lines.
+const maxKubeadmOutput = 1 << 20
+
 // MinKubeadmMinor is the oldest kubeadm 1.x that renders into
 // KUBEADM_INIT_DRYRUN_DIR.
 const MinKubeadmMinor = 37
@@ -82,7 +85,7 @@ const MinKubeadmMinor = 37
 // reports it (v1.37.2), refused when older than 1.37. reconfigure checks it
 // against kubernetesVersion (CheckKubeadmRelease) before it renders.
 func (r Renderer) Version(ctx context.Context) (string, error) {
-	bin, err := exec.LookPath(r.Kubeadm)
+	bin, err := proc.LookPath(r.Kubeadm)
 	if err != nil {
 		return "", fmt.Errorf("cannot run kubeadm: %w", err)
 	}
@@ -91,11 +94,11 @@ func (r Renderer) Version(ctx context.Context) (string, error) {
 
 // kubeadmVersion reads bin's version, refusing a kubeadm older than 1.37.
 func kubeadmVersion(ctx context.Context, bin string) (string, error) {
-	out, err := exec.CommandContext(ctx, bin, "version", "-o", "short").Output()
+	out, err := proc.Command(bin, "version", "-o", "short").Output(ctx)
 	if err != nil {
-		return "", fmt.Errorf("cannot run %s version: %w", bin, err)
+		return "", fmt.Errorf("cannot tell kubeadm's release: %w", err) // "BIN version exited 1: ..."
 	}
-	v := strings.TrimSpace(string(out))
+	v := strings.TrimSpace(out)
 	if _, err := parseMinor(v); err != nil {
 		return "", fmt.Errorf("%s reports version %q: %w", bin, v, err)
 	}
@@ -119,16 +122,28 @@ func parseMinor(v string) (int, error) {
 	return minor, nil
 }
 
-// KubeadmError is kubeadm refusing to render a manifest; Output is what it
-// said.
+// KubeadmError is kubeadm refusing to render a manifest: the document is
+// one kubeadm does not take, which is the operator's to fix.
 type KubeadmError struct {
 	Component Component
-	Err       error
-	Output    string
+	// Err is how kubeadm ended: a *proc.RunError once it ran.
+	Err error
+	// Output is what kubeadm printed, both outputs, its end kept.
+	Output string
 }
 
 func (e *KubeadmError) Error() string {
-	return fmt.Sprintf("kubeadm could not render the %s manifest: %v: %s", e.Component.PodName(), e.Err, kubeadmSays(e.Output))
+	return fmt.Sprintf("kubeadm could not render the %s manifest: %s: %s", e.Component.PodName(), how(e.Err), kubeadmSays(e.Output))
+}
+
+// how says how kubeadm ended: a RunError in its few words ("exited 1"),
+// not with the last lines it quotes, since Output is quoted whole.
+func how(err error) string {
+	var run *proc.RunError
+	if errors.As(err, &run) {
+		return run.How()
+	}
+	return fmt.Sprint(err)
 }
 
 func (e *KubeadmError) Unwrap() error { return e.Err }

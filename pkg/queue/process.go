@@ -1,7 +1,13 @@
 package queue
 
 import (
+	"os"
+	"strconv"
+	"strings"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
 )
 
 // Telling at a glance that a Lease's writer has exited. Staleness needs a
@@ -26,4 +32,36 @@ const ProcessAnnotation = "kubeadmcfg.io/queue-process"
 func exited(l *coordinationv1.Lease) bool {
 	mark, ok := l.Annotations[ProcessAnnotation]
 	return ok && processExited(mark)
+}
+
+// processMark is this process's ProcessAnnotation, or "" where its host
+// cannot be told (off Linux, or without /proc).
+func processMark() string {
+	host := proc.LocalHost().Key()
+	self := proc.Describe(os.Getpid())
+	if host == "" || self.StartTicks == 0 {
+		return ""
+	}
+	return host + "/" + strconv.Itoa(self.PID) + "/" + strconv.FormatUint(self.StartTicks, 10)
+}
+
+// processExited reports whether mark names a process of this host and pid
+// namespace that has ended: its pid is gone, is a zombie, or belongs to a
+// process that started at another time (the pid was reused).
+func processExited(mark string) bool {
+	key, rest, ok := strings.Cut(mark, "/")
+	pidText, startText, ok2 := strings.Cut(rest, "/")
+	host := proc.LocalHost()
+	if !ok || !ok2 || key == "" || key != host.Key() {
+		return false
+	}
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid <= 0 {
+		return false // never look at a process group (pid 0 or negative)
+	}
+	start, err := strconv.ParseUint(startText, 10, 64)
+	if err != nil || start == 0 {
+		return false // not a mark this plugin wrote: it cannot tell
+	}
+	return proc.ProcessState(proc.Identity{Host: host, PID: pid, StartTicks: start}) == proc.Ended
 }

@@ -3,7 +3,10 @@
 package queue
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"strconv"
@@ -12,7 +15,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
 )
+
+// hostKey is this host's part of a mark.
+func hostKey() string { return proc.LocalHost().Key() }
 
 // exitedMark is the ProcessAnnotation of a process of this host that has
 // run and exited.
@@ -34,22 +42,63 @@ func zombieMark(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Wait() })
-	_, start, err := procStat(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
+	id := proc.Describe(cmd.Process.Pid)
+	if id.StartTicks == 0 {
+		t.Fatalf("no start time of %d", cmd.Process.Pid)
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if state, _, _ := procStat(cmd.Process.Pid); state == "Z" {
+		if state, _ := statOf(t, cmd.Process.Pid); state == "Z" {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the killed process never became a zombie")
 		}
 	}
-	return hostKey() + "/" + strconv.Itoa(cmd.Process.Pid) + "/" + start
+	return hostKey() + "/" + strconv.Itoa(cmd.Process.Pid) + "/" + strconv.FormatUint(id.StartTicks, 10)
+}
+
+// statOf reads a process's state and start time from /proc/PID/stat as
+// the marks of earlier releases did: fields 3 and 22, counted after the
+// command name, which may hold spaces and parentheses.
+func statOf(t *testing.T, pid int) (state, start string) {
+	t.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", ""
+	}
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(fields) < 20 {
+		t.Fatalf("/proc/%d/stat: %q", pid, data)
+	}
+	return fields[0], fields[19]
+}
+
+// TestProcessMarkIsUnchanged: Leases of running clusters hold marks that
+// earlier releases wrote, HOSTKEY/PID/STARTTICKS, which this one must
+// write the same: the host key is the first 8 bytes, in hex, of the
+// SHA-256 of the boot id, a newline and the PID namespace's link, and the
+// start is the decimal /proc prints.
+func TestProcessMarkIsUnchanged(t *testing.T) {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Skip("no /proc to tell processes from")
+	}
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(string(boot)) + "\n" + ns))
+	_, start := statOf(t, os.Getpid())
+	want := hex.EncodeToString(sum[:8]) + "/" + strconv.Itoa(os.Getpid()) + "/" + start
+	if got := processMark(); got != want {
+		t.Fatalf("mark %q, want %q as earlier releases wrote it", got, want)
+	}
+	if processExited(want) {
+		t.Fatal("this process's mark is taken for an exited one")
+	}
 }
 
 // TestBusyReapsLeasesOfExitedWriters (review Q1): a Lease left by a writer

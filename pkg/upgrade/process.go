@@ -3,6 +3,8 @@ package upgrade
 import (
 	"fmt"
 	"slices"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
 )
 
 // Where a runner's COMMAND runs, and what a later audit or retry can know
@@ -47,30 +49,62 @@ const (
 // check knows nothing.
 type ProcessCheck func(Process) CommandState
 
+// CheckProcess is this node's ProcessCheck: whether the process group of
+// a process recorded on this node, boot and PID namespace still has a
+// process. A process recorded anywhere else, or off Linux, is unknown.
+func CheckProcess(p Process) CommandState {
+	switch proc.GroupState(p.identity()) {
+	case proc.Running:
+		return CommandRunning
+	case proc.Ended:
+		return CommandEnded
+	}
+	return CommandUnknown
+}
+
+// identity is the process as proc names it.
+func (p Process) identity() proc.Identity {
+	return proc.Identity{Host: proc.Host{BootID: p.BootID, PIDNamespace: p.PIDNamespace}, PID: p.PID, StartTicks: p.StartTicks}
+}
+
 // Processes is the node this program runs on as process records name it:
 // its boot, and the PID namespace it sees. LocalProcesses reads it; the
 // zero value (off Linux) names nothing and sees nothing.
+//
+// Deprecated: record the identity proc gives a started child
+// (proc.Process.Identity), and check it with CheckProcess.
 type Processes struct {
 	BootID, PIDNamespace string
 }
 
+// LocalProcesses names this node's boot and the PID namespace this program
+// sees.
+//
+// Deprecated: see Processes.
+func LocalProcesses() Processes {
+	h := proc.LocalHost()
+	return Processes{BootID: h.BootID, PIDNamespace: h.PIDNamespace}
+}
+
 // Describe is the record of process pid, as seen from here.
+//
+// Deprecated: a child's identity is proc.Process.Identity, read before
+// the child can be reaped.
 func (ps Processes) Describe(pid int) Process {
 	if ps.BootID == "" {
 		return Process{PID: pid}
 	}
-	start, _ := startTicks(pid)
-	return Process{PID: pid, StartTicks: start, BootID: ps.BootID, PIDNamespace: ps.PIDNamespace}
+	return Process{PID: pid, StartTicks: proc.Describe(pid).StartTicks, BootID: ps.BootID, PIDNamespace: ps.PIDNamespace}
 }
 
-// Check is a ProcessCheck: whether the process group of a process recorded
-// on this node, boot and PID namespace still has a process. Processes
-// recorded anywhere else are unknown.
+// Check is CheckProcess, for processes recorded on ps.
+//
+// Deprecated: use CheckProcess.
 func (ps Processes) Check(p Process) CommandState {
-	if p.PID <= 0 || ps.BootID == "" || p.BootID != ps.BootID || p.PIDNamespace != ps.PIDNamespace {
+	if ps.BootID == "" || p.BootID != ps.BootID || p.PIDNamespace != ps.PIDNamespace {
 		return CommandUnknown
 	}
-	return groupState(p)
+	return CheckProcess(p)
 }
 
 // MaxLostRunners bounds the runners kept as lost; the oldest go first.

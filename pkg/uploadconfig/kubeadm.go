@@ -1,23 +1,19 @@
 package uploadconfig
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
 )
 
 // DefaultTimeout bounds a run of kubeadm when Kubeadm.Timeout is zero. The
@@ -80,18 +76,18 @@ func (k Kubeadm) Upload(ctx context.Context) (*Upload, error) {
 		return nil, err
 	}
 	args := append([]string{"upgrade", "apply", "phase", "upload-config", "kubeadm", "--config", path, "--dry-run"}, k.Args...)
-	env := k.Env
-	if env == nil {
-		env = os.Environ()
+	cmd := proc.Command(k.Path, args...)
+	cmd.Environ, cmd.Env = k.Env, []string{dryRunDirEnv + "=" + dir}
+	cmd.Timeout, cmd.MaxStdout = k.Timeout, MaxOutputBytes
+	if cmd.Timeout <= 0 {
+		cmd.Timeout = DefaultTimeout
 	}
-	env = append(slices.Clip(env), dryRunDirEnv+"="+dir)
-	timeout := k.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	stdout, err := run(ctx, k.Path, args, env, timeout)
+	// The tails of each output, for the lines a failure quotes.
+	stdoutTail, stderrTail := &proc.Tail{}, &proc.Tail{}
+	cmd.Stdout, cmd.Stderr = stdoutTail, stderrTail
+	stdout, err := cmd.Output(ctx)
 	if err != nil {
-		return nil, err
+		return nil, kubeadmError(args, err, stderrTail, stdoutTail)
 	}
 	up, err := parseDryRun(stdout)
 	if err != nil {
@@ -153,35 +149,19 @@ func (u *Upload) checkVersion(version string) error {
 	return nil
 }
 
-// run runs kubeadm with a bounded time and output, and returns its
-// standard output.
-func run(ctx context.Context, path string, args, env []string, timeout time.Duration) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = env
-	stdout := &capped{max: MaxOutputBytes, full: cancel}
-	stdoutTail, stderrTail := &tail{}, &tail{}
-	cmd.Stdout = io.MultiWriter(stdout, stdoutTail)
-	cmd.Stderr = stderrTail
-	cmd.WaitDelay = 5 * time.Second // a child that keeps the output open cannot hold the agent
-	ownProcessGroup(cmd)
-	err := cmd.Run()
-	if err == nil && !stdout.overflow {
-		return stdout.buf.String(), nil
+// kubeadmError is the KubeadmError of a run of kubeadm that failed.
+func kubeadmError(args []string, err error, stderr, stdout *proc.Tail) error {
+	var run *proc.RunError
+	if !errors.As(err, &run) {
+		return err
 	}
-	kerr := &KubeadmError{Args: args, ExitCode: -1, Err: err, Lines: lastLines(stderrTail, stdoutTail)}
-	var exit *exec.ExitError
-	switch {
-	case stdout.overflow:
-		kerr.TooLarge = true
-		kerr.Lines = lastLines(stderrTail, &tail{}) // not the flood
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		kerr.TimedOut, kerr.Timeout = true, timeout
-	case errors.As(err, &exit) && exit.Exited():
-		kerr.ExitCode = exit.ExitCode()
+	kerr := &KubeadmError{Args: args, ExitCode: run.ExitCode, TimedOut: run.TimedOut, Timeout: run.Timeout, TooLarge: run.TooLarge, Err: run}
+	if run.TooLarge {
+		kerr.Lines = lastLines(stderr) // not the flood
+	} else {
+		kerr.Lines = lastLines(stderr, stdout)
 	}
-	return "", kerr
+	return kerr
 }
 
 // KubeadmError is a run of kubeadm that failed: its exit code and its last
@@ -195,7 +175,8 @@ type KubeadmError struct {
 	Timeout  time.Duration
 	// TooLarge: it printed more than MaxOutputBytes and was stopped.
 	TooLarge bool
-	Err      error
+	// Err is how it ended: a *proc.RunError once it ran.
+	Err error
 	// Lines are the last lines it printed: on its standard error, or on its
 	// standard output when it said nothing there (unless it printed too
 	// much there).
@@ -209,10 +190,14 @@ func (e *KubeadmError) Error() string {
 		what = fmt.Sprintf("printed more than %d MiB and was stopped", MaxOutputBytes>>20)
 	case e.TimedOut:
 		what = fmt.Sprintf("did not finish within %s", e.Timeout)
-	case e.ExitCode >= 0:
+	case e.ExitCode > 0, e.ExitCode == 0 && e.Err == nil:
 		what = fmt.Sprintf("exited %d", e.ExitCode)
 	default:
 		what = fmt.Sprintf("failed: %v", e.Err)
+		var run *proc.RunError
+		if errors.As(e.Err, &run) {
+			what = run.How() // could not start, was interrupted, left its output open, ...
+		}
 	}
 	msg := "kubeadm " + strings.Join(e.command(), " ") + " " + what
 	if len(e.Lines) > 0 {
@@ -237,73 +222,21 @@ func (e *KubeadmError) command() []string {
 const (
 	lastLineCount = 5
 	maxLineBytes  = 512
-	tailBytes     = 4 << 10
 )
 
-// lastLines returns the last lines of stderr, or of stdout when stderr
-// has none, leaving out kubeadm's hint about --v=5.
-func lastLines(stderr, stdout *tail) []string {
-	for _, t := range []*tail{stderr, stdout} {
-		var keep []string
-		for _, l := range strings.Split(t.String(), "\n") {
-			l = strings.TrimSpace(l)
-			if l == "" || strings.HasPrefix(l, "To see the stack trace of this error") {
-				continue
-			}
+// lastLines returns the last lines of the first tail that has any (stderr,
+// then stdout), leaving out kubeadm's hint about --v=5.
+func lastLines(tails ...*proc.Tail) []string {
+	for _, t := range tails {
+		lines := t.Lines(lastLineCount)
+		for i, l := range lines {
 			if len(l) > maxLineBytes {
-				l = l[:maxLineBytes] + "..."
+				lines[i] = l[:maxLineBytes] + "..."
 			}
-			keep = append(keep, l)
 		}
-		if len(keep) > lastLineCount {
-			keep = keep[len(keep)-lastLineCount:]
-		}
-		if len(keep) > 0 {
-			return keep
+		if len(lines) > 0 {
+			return lines
 		}
 	}
 	return nil
-}
-
-// capped keeps what is written up to max bytes; past it, the write fails
-// and full is called, which stops kubeadm.
-type capped struct {
-	mu       sync.Mutex
-	buf      bytes.Buffer
-	max      int
-	overflow bool
-	full     func()
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.buf.Len()+len(p) > c.max {
-		c.overflow = true
-		c.full()
-		return 0, errors.New("output too large")
-	}
-	return c.buf.Write(p)
-}
-
-// tail keeps the last tailBytes written.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > tailBytes {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-tailBytes:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

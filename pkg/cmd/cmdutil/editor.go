@@ -2,13 +2,15 @@ package cmdutil
 
 import (
 	"context"
+	"errors"
 	"io"
-	"os/exec"
+	"os"
 	"slices"
 	"strings"
 
 	"golang.org/x/term"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -73,17 +75,44 @@ func (e Editor) command(path string) []string {
 
 // Launch opens path in the editor and waits for it to exit. A failed or
 // interrupted editor is an error.
+//
+// The editor is given in, out and errOut themselves: on a terminal it
+// draws on the terminal, and, as every child, runs in a process group of
+// its own, which holds the terminal's foreground while it runs, so that
+// the keys it reads (Ctrl-C included) are its own.
 func (e Editor) Launch(ctx context.Context, path string, in io.Reader, out, errOut io.Writer) error {
-	args := e.command(path)
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, out, errOut
-	if err := cmd.Run(); err != nil {
+	tty, err := editorTerminal(in)
+	if err != nil {
+		return err
+	}
+	cmd := &proc.Cmd{Args: e.command(path), Stdin: in, Stdout: out, Stderr: errOut, NoTail: true, Foreground: tty}
+	if err := cmd.Run(ctx); err != nil {
 		if ctx.Err() != nil {
 			return exitcode.Failuref("interrupted while the editor was open")
+		}
+		var run *proc.RunError
+		if errors.As(err, &run) && run.Err != nil {
+			err = run.Err // in the system's words ("exit status 1"): the editor's name is said already
 		}
 		return exitcode.Failuref("the editor %q failed: %w", strings.Join(e.Args, " "), err)
 	}
 	return nil
+}
+
+// editorTerminal is the terminal to hand the editor, when in is this
+// program's terminal. Started in the background (&), this program first
+// stops, as any job reading its terminal in the background does, until it
+// is brought to the foreground (fg).
+func editorTerminal(in io.Reader) (*os.File, error) {
+	tty, background := proc.ForegroundTerminal(in)
+	if background {
+		stopInTheBackground()
+		tty, background = proc.ForegroundTerminal(in)
+	}
+	if background { // continued in the background (bg), or nothing could stop it
+		return nil, exitcode.Failuref("the editor needs the terminal, whose foreground another process group holds: run edit in the foreground")
+	}
+	return tty, nil
 }
 
 // IsTerminal reports whether v is a file open on a terminal: a verb that

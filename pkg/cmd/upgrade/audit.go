@@ -113,7 +113,7 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 // pass runs one audit; no upgrade at all is nothing to audit.
 func (o *AuditOptions) pass(ctx context.Context) error {
 	silent, watchErr := o.silentRunners(ctx)
-	check := onceEach(upgradestate.LocalProcesses().Check)
+	check := onceEach(upgradestate.CheckProcess)
 	var spared []upgradestate.Runner
 	err := o.write(ctx, upgradestate.Existing(func(rec *upgradestate.Record) (bool, error) {
 		spared = spared[:0]

@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
@@ -160,12 +161,11 @@ func (o *RunOptions) Run(ctx context.Context) error {
 
 	id := runID(o.Retry.Identity)
 	res := &RunResult{Step: o.Step, Host: o.Host, RunID: id, Command: o.Command}
-	procs := upgradestate.LocalProcesses()
 	var runner upgradestate.Runner
 	change, _, err := o.apply(ctx, upgradestate.Existing(func(rec *upgradestate.Record) (bool, error) {
 		var err error
 		runner, err = rec.BeginRun(o.clock(), upgradestate.Run{ID: id, Step: o.Step, Host: o.Host, Expect: o.Expect,
-			Command: commandLine(o.Command), Interval: o.HeartbeatInterval, Leases: o.engine.HeartbeatNames(), Check: procs.Check})
+			Command: commandLine(o.Command), Interval: o.HeartbeatInterval, Leases: o.engine.HeartbeatNames(), Check: upgradestate.CheckProcess})
 		return err == nil, err
 	}))
 	if err != nil {
@@ -183,15 +183,15 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	}
 	// On a terminal COMMAND gets its foreground; in its background (the
 	// runner started with &) it cannot have it, and reads end of file.
-	tty, background := terminalOf(o.In)
+	tty, background := proc.ForegroundTerminal(o.In)
 	in := o.In
 	if background {
 		in = nil
 	}
 	var recorded <-chan error // set before execute learns that COMMAND started
 	out := execute(command{args: o.Command, in: in, stdout: stdout, stderr: o.ErrOut, terminal: tty, timeout: o.RunTimeout,
-		onStart: func(pid int) {
-			p := procs.Describe(pid)
+		onStart: func(started proc.Identity) {
+			p := upgradestate.Process{PID: started.PID, StartTicks: started.StartTicks, BootID: started.BootID, PIDNamespace: started.PIDNamespace}
 			recorded = crash.Go(func() error { o.recordProcess(id, p); return nil })
 		}}, sigs)
 	if recorded != nil {

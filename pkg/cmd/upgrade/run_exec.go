@@ -1,6 +1,7 @@
 package upgrade
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -8,23 +9,18 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
 // Running the step's command: signals passed on, output kept, the outcome
 // summed up for the record.
-
-// errNotStarted tells execute that the goroutine starting the command
-// ended by a panic before it could say how the start went.
-var errNotStarted = errors.New("the command was not started")
 
 // The runner's own exit codes, as GNU timeout and the shells use them.
 const (
@@ -58,19 +54,20 @@ type command struct {
 	in             io.Reader
 	stdout, stderr io.Writer
 	// terminal, when set, is the terminal in is: the command's process group
-	// gets its foreground while it runs.
-	terminal *terminal
+	// gets its foreground while it runs (proc.ForegroundTerminal).
+	terminal *os.File
 	// timeout stops it, as --run-timeout does (0: no limit).
 	timeout time.Duration
-	// onStart is called with its pid once it started, before anything can
-	// reap it; it must not block.
-	onStart func(pid int)
+	// onStart is called with its identity, read before anything could reap
+	// it, once it started; it must not block.
+	onStart func(proc.Identity)
 }
 
-// execute runs the command in its own process group (with the terminal's
-// foreground when it has one), passes on signals (a second one kills it),
-// enforces its timeout, and keeps the last lines of its output. On Linux
-// the command gets a parent-death signal: it cannot outlive the runner.
+// execute runs the command, passes on signals (a second one kills it),
+// enforces its timeout, and sums up how it ended. proc starts it in a
+// process group of its own, with the terminal's foreground when it has
+// one, keeps the last lines of its output, and on Linux gives it the
+// parent-death signal: it cannot outlive the runner.
 func execute(c command, sigs <-chan os.Signal) *runOutcome {
 	out := &runOutcome{}
 	select {
@@ -80,118 +77,137 @@ func execute(c command, sigs <-chan os.Signal) *runOutcome {
 		return out
 	default:
 	}
-	tail := &upgradestate.Tail{}
-	cmd := exec.Command(c.args[0], c.args[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.in, io.MultiWriter(c.stdout, tail), io.MultiWriter(c.stderr, tail)
-	cmd.WaitDelay = 5 * time.Second // a child that keeps the output open cannot hold the runner
-	setProcAttr(cmd, c.terminal)
 	start := time.Now()
-	// started gets one value whatever happens, a panic included: the start's
-	// error, nil, or errNotStarted, after which done has the panic.
-	started := make(chan error, 1)
-	done := crash.Go(func() error {
-		// The parent-death signal comes when the thread that started the
-		// command ends, not the runner: this goroutine keeps its thread
-		// until the command has exited.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		sent := false
-		defer func() {
-			if !sent {
-				started <- errNotStarted
-			}
-		}()
-		err := cmd.Start()
-		if err == nil && c.onStart != nil {
-			c.onStart(cmd.Process.Pid)
-		}
-		sent = true
-		started <- err
-		if err != nil {
-			return nil
-		}
-		return cmd.Wait()
-	})
-	if err := <-started; err != nil {
-		if errors.Is(err, errNotStarted) {
-			// A panic (a bug) stopped the start: exit 10, as any panic.
-			out.startErr, out.code = <-done, int(exitcode.Internal)
-			return out
-		}
-		out.startErr, out.code = err, exitCannotInvoke
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			out.code = exitNotFound
-		}
+	cmd := &proc.Cmd{Args: c.args, Stdin: c.in, Stdout: c.stdout, Stderr: c.stderr, Foreground: c.terminal,
+		TailLines: runTailLines, TailBytes: runTailBytes}
+	p, err := cmd.Start(context.Background()) // --run-timeout is the runner's: SIGTERM first
+	if err != nil {
+		out.notStarted(err)
 		return out
 	}
+	if c.onStart != nil {
+		if err := onStart(c.onStart, p.Identity()); err != nil {
+			// A bug: exit 10, as any panic, and the command does not run
+			// on unrecorded.
+			_ = p.Signal(os.Kill)
+			<-p.Done()
+			out.startErr, out.code = err, int(exitcode.Internal)
+			return out
+		}
+	}
 	out.started = true
-	var stopWatch <-chan error
 	if c.terminal != nil {
-		c.terminal.handedOver()
-		defer c.terminal.takeBack(cmd.Process.Pid)
-		name := c.args[0]
-		stopWatch = continueStopped(cmd.Process, func() {
-			fmt.Fprintf(c.stderr, "upgrade-run: %s was stopped; a step cannot be suspended while it holds the terminal, so it goes on (Ctrl-C interrupts it)\n", name)
-		})
+		defer watchStops(c, p)()
 	}
-	defer func() {
-		// It ends once the command is reaped; a panic of it is a bug to
-		// report, not a reason to change the step's outcome.
-		if stopWatch == nil {
-			return
-		}
-		if err := <-stopWatch; err != nil {
-			fmt.Fprintf(c.stderr, "upgrade-run: warning: %s\n", exitcode.Message(err))
-		}
-	}()
-	var timeout, kill <-chan time.Time
-	if c.timeout > 0 {
-		t := time.NewTimer(c.timeout)
+	out.supervise(p, sigs, c.timeout)
+	out.duration = time.Since(start)
+	out.ended(p)
+	return out
+}
+
+// supervise passes signals on to the command's group until it exits: the
+// first as it came, the next as SIGKILL. At the timeout it sends SIGTERM,
+// and SIGKILL runKillAfter later.
+func (out *runOutcome) supervise(p *proc.Process, sigs <-chan os.Signal, timeout time.Duration) {
+	var timedOut, kill <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
 		defer t.Stop()
-		timeout = t.C
+		timedOut = t.C
 	}
-	var waitErr error
 	stopping := false // asked to stop once: the next request kills
-wait:
 	for {
 		select {
 		case sig := <-sigs:
 			if stopping {
 				out.killed = true
-				killGroup(cmd.Process)
+				_ = p.Signal(os.Kill)
 				continue
 			}
 			stopping, out.passed = true, sig
-			signalGroup(cmd.Process, sig)
-		case <-timeout:
+			_ = p.Signal(sig)
+		case <-timedOut:
 			out.timedOut, stopping = true, true
-			signalGroup(cmd.Process, syscall.SIGTERM)
+			_ = p.Signal(syscall.SIGTERM)
 			kill = time.After(runKillAfter)
 		case <-kill:
-			killGroup(cmd.Process)
-		case waitErr = <-done:
-			break wait
+			_ = p.Signal(os.Kill)
+		case <-p.Done():
+			return
 		}
 	}
-	out.duration = time.Since(start)
-	out.tail = tail.Last(runTailLines, runTailBytes)
-	ps := cmd.ProcessState
-	if ps == nil { // the wait itself failed: the outcome is unknown, so a failure
-		out.startErr, out.code = waitErr, 1
-		if exitcode.FromError(waitErr) == exitcode.Internal {
+}
+
+// ended records how the command, reaped, ended, and its last lines.
+func (out *runOutcome) ended(p *proc.Process) {
+	out.tail = p.Tail()
+	err := p.Wait()
+	var run *proc.RunError
+	errors.As(err, &run)
+	ps := p.State()
+	switch {
+	case ps == nil: // the wait itself failed: the outcome is unknown, so a failure
+		out.startErr, out.code = cause(err), 1
+		if exitcode.FromError(err) == exitcode.Internal {
 			out.code = int(exitcode.Internal) // it panicked: a bug
 		}
-		return out
-	}
-	if sig, n, ok := exitSignal(ps); ok {
-		out.signal, out.code = sig.String(), exitSignalBase+n
-	} else {
+		return
+	case run != nil && run.Signal != nil:
+		out.signal, out.code = run.Signal.String(), exitSignalBase+signalNumber(run.Signal)
+	default:
 		out.exit, out.code = ps.ExitCode(), ps.ExitCode()
 	}
 	if out.timedOut {
 		out.code = exitRunTimeout // as GNU timeout: stopped is failed, whatever it exited with
 	}
-	return out
+}
+
+// watchStops continues the command each time it is stopped while it holds
+// the terminal, and returns what waits for the watch to end once the
+// command is reaped. A panic of the watch is a bug to report, not a reason
+// to change the step's outcome.
+func watchStops(c command, p *proc.Process) (wait func()) {
+	name := c.args[0]
+	watch := continueStopped(p, func() {
+		fmt.Fprintf(c.stderr, "upgrade-run: %s was stopped; a step cannot be suspended while it holds the terminal, so it goes on (Ctrl-C interrupts it)\n", name)
+	})
+	return func() {
+		if watch == nil {
+			return
+		}
+		if err := <-watch; err != nil {
+			fmt.Fprintf(c.stderr, "upgrade-run: warning: %s\n", exitcode.Message(err))
+		}
+	}
+}
+
+// notStarted records a command that could not start: 127 when it does not
+// exist, 126 when it cannot be run, 10 when the start panicked (a bug).
+func (out *runOutcome) notStarted(err error) {
+	out.startErr, out.code = cause(err), exitCannotInvoke
+	switch {
+	case exitcode.FromError(err) == exitcode.Internal:
+		out.code = int(exitcode.Internal)
+	case errors.Is(err, proc.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		out.code = exitNotFound
+	}
+}
+
+// cause is what went wrong in the words of the system, as the summary
+// quotes it after the command's name: a RunError's Err.
+func cause(err error) error {
+	var run *proc.RunError
+	if errors.As(err, &run) && run.Err != nil {
+		return run.Err
+	}
+	return err
+}
+
+// onStart calls f, turning a panic into an error.
+func onStart(f func(proc.Identity), id proc.Identity) (err error) {
+	defer crash.Recover(func(panicked error) { err = panicked })
+	f(id)
+	return nil
 }
 
 // summary says in a few words how the command ended.

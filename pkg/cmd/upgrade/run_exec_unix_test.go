@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
 )
 
 // lineWatcher closes seen when text has been written to it.
@@ -64,7 +66,7 @@ func TestExecuteOffATerminalGivesItsStdin(t *testing.T) {
 	var got strings.Builder
 	var started int
 	out := execute(command{args: []string{"sh", "-c", `read a; echo "got $a"; echo $$`}, in: strings.NewReader("yes\n"),
-		stdout: &got, stderr: io.Discard, onStart: func(pid int) { started = pid }}, make(chan os.Signal))
+		stdout: &got, stderr: io.Discard, onStart: func(id proc.Identity) { started = id.PID }}, make(chan os.Signal))
 	if out.code != 0 || got.String() != "got yes\n"+strconv.Itoa(started)+"\n" {
 		t.Fatalf("exit %d, pid %d: %q", out.code, started, got.String())
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
@@ -18,7 +19,7 @@ import (
 // start that never reports back.
 func TestExecutePanicIsAnInternalError(t *testing.T) {
 	out := execute(command{args: []string{"true"}, stdout: io.Discard, stderr: io.Discard,
-		onStart: func(int) { panic("recording broke") }}, make(chan os.Signal))
+		onStart: func(proc.Identity) { panic("recording broke") }}, make(chan os.Signal))
 	if out.code != int(exitcode.Internal) || out.started || out.startErr == nil ||
 		!strings.Contains(out.startErr.Error(), "internal error: recording broke") {
 		t.Fatalf("code %d, started %v, error %v; want 10, not started, the panic", out.code, out.started, out.startErr)

@@ -3,9 +3,9 @@
 package upgrade
 
 import (
-	"io"
 	"os"
-	"os/exec"
+
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
 )
 
 // runSignals are the signals upgrade-run passes on to its command.
@@ -15,22 +15,5 @@ var runSignals = []os.Signal{os.Interrupt}
 // fails.
 func outliveClosedPipes() {}
 
-// terminal is never handed over on Windows.
-type terminal struct{}
-
-func terminalOf(io.Reader) (*terminal, bool) { return nil, false }
-
-func setProcAttr(*exec.Cmd, *terminal) {}
-
-func (*terminal) handedOver() {}
-
-func (*terminal) takeBack(int) {}
-
-func continueStopped(*os.Process, func()) <-chan error { return nil }
-
-// signalGroup ends the command: Windows cannot deliver other signals.
-func signalGroup(p *os.Process, _ os.Signal) { _ = p.Kill() }
-
-func killGroup(p *os.Process) { _ = p.Kill() }
-
-func exitSignal(*os.ProcessState) (os.Signal, int, bool) { return nil, 0, false }
+// continueStopped does nothing: Windows stops no command.
+func continueStopped(*proc.Process, func()) <-chan error { return nil }

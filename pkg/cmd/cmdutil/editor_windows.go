@@ -1,0 +1,5 @@
+package cmdutil
+
+// stopInTheBackground: Windows has no background jobs to stop;
+// proc.ForegroundTerminal never finds one.
+func stopInTheBackground() {}
