@@ -99,9 +99,8 @@ func (w *upgrades) documentSays(ctx context.Context, e *env, version string) (bo
 // agent's run, or takes over the run of an earlier agent of the node
 // (lost), in one write with the phase it starts at.
 func (w *upgrades) begin(ctx context.Context, e *env, step, host string, lost *upgradestate.Runner, phase string) (upgradestate.Runner, error) {
-	procs := upgradestate.LocalProcesses()
 	run := upgradestate.Run{ID: e.cfg.Identity, Step: step, Host: host, Interval: heartbeatInterval,
-		Command: "kubeadm upgrade (agent " + e.cfg.Identity + ")", Leases: e.cfg.Upgrade.HeartbeatNames(), Check: procs.Check}
+		Command: "kubeadm upgrade (agent " + e.cfg.Identity + ")", Leases: e.cfg.Upgrade.HeartbeatNames(), Check: upgradestate.CheckProcess}
 	var rn upgradestate.Runner
 	cm, err := w.update(ctx, e, func(rec *upgradestate.Record) (bool, error) {
 		var err error
@@ -154,7 +153,7 @@ func (w *upgrades) recordPhase(ctx context.Context, e *env, rn upgradestate.Runn
 // recordProcess records a child the step started in the run id's runner,
 // so that a later agent of the node knows whether it still runs.
 func (w *upgrades) recordProcess(ctx context.Context, e *env, id string, p proc.Identity) {
-	rp := upgradestate.Process{PID: p.PID, StartTicks: p.StartTicks, BootID: p.BootID, PIDNamespace: p.PIDNamespace}
+	rp := upgradestate.ProcessOf(p)
 	if _, err := w.update(ctx, e, func(rec *upgradestate.Record) (bool, error) { return rec.RecordProcess(id, rp) }); err != nil {
 		e.log.warn("UpgradeNotRecorded", "could not record the pid %d of a command of the step: %s", p.PID, exitcode.Message(err))
 	}

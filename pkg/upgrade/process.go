@@ -67,44 +67,9 @@ func (p Process) identity() proc.Identity {
 	return proc.Identity{Host: proc.Host{BootID: p.BootID, PIDNamespace: p.PIDNamespace}, PID: p.PID, StartTicks: p.StartTicks}
 }
 
-// Processes is the node this program runs on as process records name it:
-// its boot, and the PID namespace it sees. LocalProcesses reads it; the
-// zero value (off Linux) names nothing and sees nothing.
-//
-// Deprecated: record the identity proc gives a started child
-// (proc.Process.Identity), and check it with CheckProcess.
-type Processes struct {
-	BootID, PIDNamespace string
-}
-
-// LocalProcesses names this node's boot and the PID namespace this program
-// sees.
-//
-// Deprecated: see Processes.
-func LocalProcesses() Processes {
-	h := proc.LocalHost()
-	return Processes{BootID: h.BootID, PIDNamespace: h.PIDNamespace}
-}
-
-// Describe is the record of process pid, as seen from here.
-//
-// Deprecated: a child's identity is proc.Process.Identity, read before
-// the child can be reaped.
-func (ps Processes) Describe(pid int) Process {
-	if ps.BootID == "" {
-		return Process{PID: pid}
-	}
-	return Process{PID: pid, StartTicks: proc.Describe(pid).StartTicks, BootID: ps.BootID, PIDNamespace: ps.PIDNamespace}
-}
-
-// Check is CheckProcess, for processes recorded on ps.
-//
-// Deprecated: use CheckProcess.
-func (ps Processes) Check(p Process) CommandState {
-	if ps.BootID == "" || p.BootID != ps.BootID || p.PIDNamespace != ps.PIDNamespace {
-		return CommandUnknown
-	}
-	return CheckProcess(p)
+// ProcessOf is the record of a child proc started.
+func ProcessOf(id proc.Identity) Process {
+	return Process{PID: id.PID, StartTicks: id.StartTicks, BootID: id.BootID, PIDNamespace: id.PIDNamespace}
 }
 
 // MaxLostRunners bounds the runners kept as lost; the oldest go first.

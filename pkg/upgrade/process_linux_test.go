@@ -42,18 +42,6 @@ func TestCheckProcessOfACommand(t *testing.T) {
 			t.Errorf("%s: %d, want unknown", name, got)
 		}
 	}
-	// The deprecated Processes, as the agent still uses them, agree.
-	ps := LocalProcesses()
-	if got := ps.Describe(p.PID); got != p {
-		t.Errorf("described %+v, want %+v", got, p)
-	}
-	if got := ps.Check(p); got != CommandRunning {
-		t.Errorf("Processes.Check: %d", got)
-	}
-	if got := (Processes{}).Check(p); got != CommandUnknown {
-		t.Errorf("a node that names nothing: %d, want unknown", got)
-	}
-
 	hold.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)

@@ -191,7 +191,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	var recorded <-chan error // set before execute learns that COMMAND started
 	out := execute(command{args: o.Command, in: in, stdout: stdout, stderr: o.ErrOut, terminal: tty, timeout: o.RunTimeout,
 		onStart: func(started proc.Identity) {
-			p := upgradestate.Process{PID: started.PID, StartTicks: started.StartTicks, BootID: started.BootID, PIDNamespace: started.PIDNamespace}
+			p := upgradestate.ProcessOf(started)
 			recorded = crash.Go(func() error { o.recordProcess(id, p); return nil })
 		}}, sigs)
 	if recorded != nil {
