@@ -182,7 +182,7 @@ func TestOutputGoesToItsWritersAndTheTail(t *testing.T) {
 	if re := runError(t, err); re.ExitCode != 1 || !strings.Contains(re.Tail, "err") || !strings.Contains(re.Tail, "out") {
 		t.Errorf("%#v", re)
 	}
-	if again := p.Wait(); again != err {
+	if again := p.Wait(); again != err { //nolint:errorlint // the same value, not an error it wraps
 		t.Errorf("a second Wait: %v, want %v", again, err)
 	}
 	if ps := p.State(); ps == nil || ps.ExitCode() != 1 {

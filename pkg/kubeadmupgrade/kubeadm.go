@@ -2,6 +2,7 @@ package kubeadmupgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -176,7 +177,8 @@ func (s *step) start(ctx context.Context, cmd *proc.Cmd, what string) error {
 		}
 		err = p.Wait()
 	}
-	if re, ok := err.(*proc.RunError); ok {
+	var re *proc.RunError
+	if errors.As(err, &re) {
 		return &outputError{msg: what + " " + re.How(), output: re.Tail, err: re}
 	}
 	return err
