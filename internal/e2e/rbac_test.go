@@ -176,6 +176,10 @@ func TestLeastPrivilege(t *testing.T) {
 			t.Errorf("%v warned: %s", args, r.stderr)
 		}
 	}
+	// The node's agent renews its Lease every few seconds: the upgrade
+	// commands above may take longer than its duration on a loaded
+	// machine, and the rollout's preflight must find the agent alive.
+	cp.renew(node, time.Now())
 	for _, args := range [][]string{
 		{"nodes"},
 		{"patch", "--backup-dir", dir, "--set", "apiServer.extraArgs.audit-log-maxage=8", "--rollout"},
