@@ -51,12 +51,13 @@ func Describe(pid int) Identity {
 type State int
 
 const (
-	// Unknown: it runs (or ran) on another host, or was not named well
-	// enough to tell.
+	// Unknown is a process that runs (or ran) on another host, or was not
+	// named well enough to tell.
 	Unknown State = iota
-	// Ended: it, or its whole process group, has nothing left running.
+	// Ended is a process, or a whole process group, with nothing left
+	// running.
 	Ended
-	// Running: it, or a process of its group, still runs.
+	// Running is a process, or a process of its group, that still runs.
 	Running
 )
 

@@ -101,7 +101,7 @@ func (e *env) upgradeProgress(ev kubeadmupgrade.Event) {
 // checks a change of it would (every member healthy, no alarm). Nil on a
 // node without a local member.
 func (e *env) etcdHealth(ctx context.Context) *nodestate.EtcdHealth {
-	client, err := e.cfg.Node.EtcdClient()
+	client, err := e.cfg.EtcdClient()
 	if client == nil && err == nil {
 		return nil
 	}
