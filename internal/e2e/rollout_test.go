@@ -59,7 +59,9 @@ func TestRolloutPreflightRefusals(t *testing.T) {
 		l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &metav1.MicroTime{Time: time.Now().Add(-150 * time.Second)}, &seconds
 	})
 	cp.setPodsReady(n2, false)
-	refused([]string{"rollout", "start"}, "node "+n1+": its agent is lost (last seen 2m", "its Lease did not change in the 5s watched",
+	// The watch lasts at least the Lease's 5s; the seconds it says are
+	// those it took, which a loaded machine makes 6.
+	refused([]string{"rollout", "start"}, "node "+n1+": its agent is lost (last seen 2m", "its Lease did not change in the ",
 		"node "+n2+": kube-apiserver is not Ready, kube-controller-manager is not Ready, kube-scheduler is not Ready")
 	// A node only not Ready yet is waited for, within --timeout, which ends
 	// the wait with the refusal.
