@@ -195,6 +195,9 @@ func stepOutcome(node, step string, req kubeadmupgrade.Request, err error) (outc
 		f := putBack.Failure
 		why := exitcode.Message(f.Err) + "; putting the node back on " + req.From + " failed: " + exitcode.Message(putBack.Err)
 		return upgradestate.NodeRollbackFailed, upgradestate.PhaseFailure(node, step, f.Phase, why, f.Output)
+	case errors.As(err, &failed) && failed.Unchanged:
+		why := exitcode.Message(failed.Err) + "; the step changed nothing on the node"
+		return upgradestate.NodeRolledBack, upgradestate.PhaseFailure(node, step, failed.Phase, why, failed.Output)
 	case errors.As(err, &failed) && failed.Back:
 		why := exitcode.Message(failed.Err) + "; the node is back on " + req.From
 		return upgradestate.NodeRolledBack, upgradestate.PhaseFailure(node, step, failed.Phase, why, failed.Output)

@@ -15,8 +15,10 @@ type PhaseError struct {
 	Err   error
 	// Output is the end of what the failed command printed, if one did.
 	Output string
-	// Back: the node is back on Request.From.
-	Back bool
+	// Back: the node is back on Request.From. Unchanged: it never left
+	// it, since the step failed before kubeadm's control-plane phase; its
+	// components were not checked.
+	Back, Unchanged bool
 }
 
 func (e *PhaseError) Error() string {

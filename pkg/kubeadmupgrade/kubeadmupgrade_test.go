@@ -444,8 +444,8 @@ func TestAFailedFirstNodeIsPutBackFromThisStepsBackup(t *testing.T) {
 	n.write(filepath.Join(n.dir, "crash"), "")
 	_, err := Run(context.Background(), n.node, n.request(Apply))
 	var failed *PhaseError
-	if !errors.As(err, &failed) || failed.Phase != ControlPlane || !failed.Back {
-		t.Fatalf("got %v, want control-plane failed and the node back", err)
+	if !errors.As(err, &failed) || failed.Phase != ControlPlane || !failed.Back || failed.Unchanged {
+		t.Fatalf("got %v (%#v), want control-plane failed and the node put back", err, failed)
 	}
 	if diff := cmp.Diff(before, n.manifests3()); diff != "" {
 		t.Errorf("the manifests are not what the node ran (-before +after):\n%s", diff)
@@ -467,8 +467,8 @@ func TestAFailureBeforeTheControlPlanePutsNothingBack(t *testing.T) {
 	req := n.request(Apply)
 	_, err := Run(context.Background(), n.node, req)
 	var failed *PhaseError
-	if !errors.As(err, &failed) || failed.Phase != Preflight || !failed.Back {
-		t.Fatalf("got %v, want preflight failed and the node as it was", err)
+	if !errors.As(err, &failed) || failed.Phase != Preflight || !failed.Back || !failed.Unchanged {
+		t.Fatalf("got %v (%#v), want preflight failed and the node as it was, unchanged", err, failed)
 	}
 	if diff := cmp.Diff(before, n.manifests3()); diff != "" {
 		t.Errorf("the manifests changed (-before +after):\n%s", diff)

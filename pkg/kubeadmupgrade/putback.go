@@ -29,6 +29,12 @@ func (s *step) recover(ctx context.Context, failure *PhaseError) error {
 	if s.rep.NoReturn || s.req.Kind == KubeletStep {
 		return failure
 	}
+	if !s.changed {
+		// kubeadm's control-plane phase never ran in this step: the node's
+		// manifests are as the step found them, whatever their health.
+		failure.Back, failure.Unchanged = true, true
+		return failure
+	}
 	if err := s.putBack(ctx); err != nil {
 		return &PutBackError{Failure: failure, Err: err}
 	}
@@ -38,15 +44,11 @@ func (s *step) recover(ctx context.Context, failure *PhaseError) error {
 
 // putBack puts the node's control plane back on From, from this step's
 // manifest backup, unless it runs it healthy already (kubeadm put it back
-// itself), or this step never ran kubeadm's control-plane phase (nothing
-// of the node was changed by it). A backup kubeadm made before this step
+// itself). A backup kubeadm made before this step
 // (an earlier upgrade's) is never put back.
 func (s *step) putBack(ctx context.Context) error {
 	from, components := s.req.From, s.node.ComponentsOnNode()
 	if err := controlplane.WaitVersion(ctx, s.node.ManifestsDir, components, from, s.options(min(s.req.Wait, quickLook))); err == nil {
-		return nil
-	}
-	if !s.changed {
 		return nil
 	}
 	backup := s.backup()
