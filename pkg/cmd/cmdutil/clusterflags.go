@@ -3,12 +3,13 @@ package cmdutil
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/input"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
@@ -18,33 +19,85 @@ import (
 // ClusterFlags are the connection flags every verb shares: kubectl's own
 // (--kubeconfig, --context, -n, --as, --request-timeout, ...) plus the name of
 // the ConfigMap that holds the ClusterConfiguration.
+//
+// They are bound with client-go's clientcmd, as kubectl's ConfigFlags bind
+// them, under the same names, shorthands and help. ConfigFlags itself is
+// not used: its package links cli-runtime's resource builder and with it
+// all of kustomize, which no verb of the plugin reads files through.
 type ClusterFlags struct {
-	ConfigFlags *genericclioptions.ConfigFlags
-	ConfigMap   string
+	Loading   *clientcmd.ClientConfigLoadingRules
+	Overrides *clientcmd.ConfigOverrides
+	ConfigMap string
+	// userExtra is --as-user-extra, key=value pairs, which clientcmd has no
+	// flag for.
+	userExtra []string
+	// cacheDir is --cache-dir, accepted for kubectl's sake: the plugin does
+	// no discovery, so it caches nothing.
+	cacheDir string
 }
 
 // NewClusterFlags returns the flags with kubeadm's defaults.
 func NewClusterFlags() *ClusterFlags {
-	cf := genericclioptions.NewConfigFlags(false)
-	ns := "kube-system"
-	cf.Namespace = &ns
-	// Accepted for kubectl's sake, but the plugin does no discovery, so it
-	// caches nothing; an empty default keeps help the same on every machine.
-	noCache := ""
-	cf.CacheDir = &noCache
-	return &ClusterFlags{ConfigFlags: cf, ConfigMap: "kubeadm-config"}
+	loading := clientcmd.NewDefaultClientConfigLoadingRules()
+	// kubectl's defaults for a missing kubeconfig, as ConfigFlags sets them.
+	loading.DefaultClientConfig = &clientcmd.DefaultClientConfig
+	return &ClusterFlags{
+		Loading:   loading,
+		Overrides: &clientcmd.ConfigOverrides{ClusterDefaults: clientcmd.ClusterDefaults},
+		ConfigMap: "kubeadm-config",
+	}
+}
+
+// overrideFlags are kubectl's names, shorthands and help for the
+// connection flags (cli-runtime's ConfigFlags), where clientcmd's
+// recommended ones differ; --username and --password are left out, as
+// kubectl leaves them out.
+func overrideFlags() clientcmd.ConfigOverrideFlags {
+	f := clientcmd.RecommendedConfigOverrideFlags("")
+	f.AuthOverrideFlags.Impersonate.Description = "Username to impersonate for the operation. User could be a regular user or a service account in a namespace."
+	f.AuthOverrideFlags.ImpersonateUID.Description = "UID to impersonate for the operation."
+	f.AuthOverrideFlags.Username = clientcmd.FlagInfo{}
+	f.AuthOverrideFlags.Password = clientcmd.FlagInfo{}
+	f.ClusterOverrideFlags.APIServer.ShortName = "s"
+	f.ClusterOverrideFlags.TLSServerName.Description = "Server name to use for server certificate validation. If it is not provided, the hostname used to contact the server is used"
+	f.ClusterOverrideFlags.ProxyURL.Description = "Proxy URL to use for requests to the API server"
+	f.ContextOverrideFlags.Namespace.Default = "kube-system"
+	f.ContextOverrideFlags.Namespace.Description = "If present, the namespace scope for this CLI request"
+	return f
 }
 
 // AddFlags binds the flags to the root command's persistent flag set.
 func (f *ClusterFlags) AddFlags(cmd *cobra.Command) {
-	f.ConfigFlags.AddFlags(cmd.PersistentFlags())
-	cmd.PersistentFlags().StringVar(&f.ConfigMap, "configmap", f.ConfigMap, "Name of the ConfigMap that holds the ClusterConfiguration")
+	flags := cmd.PersistentFlags()
+	flags.StringVar(&f.Loading.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file to use for CLI requests.")
+	flags.StringVar(&f.cacheDir, "cache-dir", "", "Default cache directory")
+	clientcmd.BindOverrideFlags(f.Overrides, flags, overrideFlags())
+	flags.StringArrayVar(&f.userExtra, "as-user-extra", nil, "User extras to impersonate for the operation, this flag can be repeated to specify multiple values for the same key.")
+	flags.StringVar(&f.ConfigMap, "configmap", f.ConfigMap, "Name of the ConfigMap that holds the ClusterConfiguration")
+}
+
+// RESTConfig is the REST configuration the flags and the kubeconfig
+// describe, as kubectl builds it (a kubeconfig, or the in-cluster
+// configuration in a Pod); it never prompts.
+func (f *ClusterFlags) RESTConfig() (*rest.Config, error) {
+	overrides := *f.Overrides
+	for _, kv := range f.userExtra {
+		key, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue // as kubectl does
+		}
+		if overrides.AuthInfo.ImpersonateUserExtra == nil {
+			overrides.AuthInfo.ImpersonateUserExtra = map[string][]string{}
+		}
+		overrides.AuthInfo.ImpersonateUserExtra[key] = append(overrides.AuthInfo.ImpersonateUserExtra[key], value)
+	}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.Loading, &overrides).ClientConfig()
 }
 
 // Namespace is the namespace of the ConfigMaps the plugin works on.
 func (f *ClusterFlags) Namespace() string {
-	if f.ConfigFlags.Namespace != nil && *f.ConfigFlags.Namespace != "" {
-		return *f.ConfigFlags.Namespace
+	if ns := f.Overrides.Context.Namespace; ns != "" {
+		return ns
 	}
 	return "kube-system"
 }
@@ -68,7 +121,7 @@ type Clients struct {
 // Clients builds the client without discovery: the plugin talks to known
 // core and coordination endpoints only.
 func (f *ClusterFlags) Clients() (*Clients, error) {
-	cfg, err := f.ConfigFlags.ToRESTConfig()
+	cfg, err := f.RESTConfig()
 	if err != nil {
 		return nil, exitcode.Failuref("cannot load the kubeconfig: %w", err)
 	}
