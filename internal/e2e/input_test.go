@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -28,8 +29,13 @@ func aliasBomb(size int) string {
 		"  c: [" + strings.TrimSuffix(strings.Repeat("*b, ", 100), ", ") + "]\n"
 }
 
-// anchorRefused is how the bomb is refused: by the line of its anchor.
-const anchorRefused = "YAML anchor &a on line 5: anchors and aliases are not accepted, as they can make a small file expand beyond any limit; write the value out in full"
+// expansionRefused is how aliasBomb(size) is refused: by its alias *b,
+// where the expansion passes 4 times the 87+size bytes of values the text
+// holds, plus 1 MiB.
+func expansionRefused(size int) string {
+	own := 87 + size
+	return fmt.Sprintf("YAML alias *b on line 7 expands the document to more than %d bytes of values, the limit for one that holds %d (4 times as many, plus 1 MiB); use fewer aliases, or write the values out in full", 4*own+1<<20, own)
+}
 
 // runBinary runs the built plugin itself, not through kubectl (whose own
 // memory would count too), and returns its result and its peak resident
@@ -54,9 +60,9 @@ func runBinary(t *testing.T, timeout time.Duration, stdin io.Reader, args ...str
 }
 
 // TestAliasBombIsRefused: 11 KB that expand to 100 MB are refused, by every
-// verb that reads a file, with exit 3, the line of the anchor, and no
-// expansion: the process stays under 100 MiB (before the fix, validate -f
-// took 967 MiB and 7 s).
+// verb that reads a file, with exit 3, the alias that passes the bound and
+// its line, and no expansion: the process stays under 100 MiB (before the
+// bound, validate -f took 967 MiB and 7 s).
 func TestAliasBombIsRefused(t *testing.T) {
 	e := newEnv(t)
 	bomb := filepath.Join(t.TempDir(), "bomb.yaml")
@@ -74,10 +80,10 @@ func TestAliasBombIsRefused(t *testing.T) {
 		stdin bool
 		want  string
 	}{
-		{"validate -f FILE", []string{"validate", "-f", bomb}, false, "document 1 (line 1): " + anchorRefused},
-		{"validate -f - (stdin)", []string{"validate", "-f", "-"}, true, "document 1 (line 1): " + anchorRefused},
-		{"patch --patch-file FILE", append([]string{"patch", "--patch-file", bomb}, connection...), false, "error: the patch cannot be used: " + anchorRefused},
-		{"upgrade-plan show FILE", []string{"upgrade-plan", "show", bomb}, false, "error: " + bomb + ": the plan cannot be used: " + anchorRefused},
+		{"validate -f FILE", []string{"validate", "-f", bomb}, false, "document 1 (line 1): " + expansionRefused(10000)},
+		{"validate -f - (stdin)", []string{"validate", "-f", "-"}, true, "document 1 (line 1): " + expansionRefused(10000)},
+		{"patch --patch-file FILE", append([]string{"patch", "--patch-file", bomb}, connection...), false, "error: the patch cannot be used: " + expansionRefused(10000)},
+		{"upgrade-plan show FILE", []string{"upgrade-plan", "show", bomb}, false, "error: " + bomb + ": the plan cannot be used: " + expansionRefused(10000)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rv := e.configMapRV()
@@ -134,10 +140,25 @@ func TestOversizedInputIsRefused(t *testing.T) {
 	}
 }
 
-// TestStoredAliasesAreRefused: a ClusterConfiguration stored with anchors
-// (kubeadm never writes one; a hand edit of the ConfigMap can) is refused
+// TestStoredAliases: a ClusterConfiguration stored with anchors and aliases
+// (kubeadm never writes one; a hand edit of the ConfigMap can) is read as
+// kubeadm reads it, and a patch writes it back with every value in full,
+// which kubeadm accepts; one whose aliases expand past the bound is refused
 // unexpanded by every verb that reads it.
-func TestStoredAliasesAreRefused(t *testing.T) {
+func TestStoredAliases(t *testing.T) {
+	t.Run("read, and written in full", func(t *testing.T) {
+		e := newEnvWith(t, map[string]string{"ClusterConfiguration": "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.37.2\n" +
+			"apiServer:\n  certSANs: &sans [cp.example.com, 192.0.2.10]\n  extraArgs: &args [{name: profiling, value: \"false\"}]\n" +
+			"controllerManager: &component {extraArgs: *args}\nscheduler: *component\netcd:\n  local:\n    serverCertSANs: *sans\n"})
+		wantExit(t, e.plugin("validate"), 0)
+		wantExit(t, e.plugin("patch", "--set", "clusterName=anchors"), 0)
+		doc := e.document()
+		if strings.ContainsAny(doc, "&*") {
+			t.Errorf("written with anchors or aliases:\n%s", doc)
+		}
+		wantIn(t, "the document written", doc, "clusterName: anchors\n", "scheduler:\n  extraArgs:\n  - name: profiling\n", "    serverCertSANs:\n    - cp.example.com\n    - 192.0.2.10\n")
+		e.wantKubeadmAccepts()
+	})
 	e := newEnvWith(t, map[string]string{"ClusterConfiguration": aliasBomb(1000)})
 	for _, args := range [][]string{
 		{"get", "-o", "json"},
@@ -148,7 +169,7 @@ func TestStoredAliasesAreRefused(t *testing.T) {
 			rv := e.configMapRV()
 			r := e.plugin(args...)
 			wantExit(t, r, 3)
-			wantIn(t, "the output", r.stdout+r.stderr, anchorRefused)
+			wantIn(t, "the output", r.stdout+r.stderr, expansionRefused(1000))
 			if got := e.configMapRV(); got != rv {
 				t.Errorf("resourceVersion %s -> %s", rv, got)
 			}

@@ -1,10 +1,11 @@
 // Package input is where what the plugin reads comes in: files and stdin,
 // the store's backups and records, static Pod manifests, and the YAML in
-// them. Every read is bounded by MaxBytes, and YAML becomes JSON only after
-// anchors and aliases are refused: nothing the plugin reads (kubeadm's
-// files, patches, plans, backups, manifests) has a use for them, and through
-// them an 11 KB file expands to 100 MB. The domain packages and the cobra
-// layer all read through here, so the limits are the same everywhere.
+// them. Every read is bounded by MaxBytes, and YAML becomes JSON only once
+// what its anchors and aliases expand to is known to stay within a small
+// multiple of the text (Check): kubeadm reads anchors and aliases, so the
+// plugin does too, but through them an 11 KB file can expand to 100 MB.
+// The domain packages and the cobra layer all read through here, so the
+// limits are the same everywhere.
 package input
 
 import (
@@ -62,9 +63,9 @@ func ReadFile(path string) ([]byte, error) {
 }
 
 // Refused reports whether err is an input this package refuses to read:
-// one too large, or YAML with an anchor or alias. Such an input is invalid
-// whatever it holds, not unreadable.
+// one too large, or YAML whose aliases expand it past the bound. Such an
+// input is invalid whatever it holds, not unreadable.
 func Refused(err error) bool {
-	var alias *AliasError
-	return errors.Is(err, ErrTooLarge) || errors.As(err, &alias)
+	var expansion *ExpansionError
+	return errors.Is(err, ErrTooLarge) || errors.As(err, &expansion)
 }

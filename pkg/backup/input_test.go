@@ -12,8 +12,9 @@ import (
 
 // The store's files are read up to 2 MiB (internal/input.MaxBytes): a
 // larger file, which the store never writes, is refused unread as invalid.
-// A backup's document is refused unexpanded when it holds YAML anchors or
-// aliases.
+// A backup's document, kept byte for byte as it was stored, is read with
+// its YAML anchors and aliases, and refused unexpanded when they expand it
+// past the bound of internal/input.
 
 // grow writes data to path padded with blanks to n bytes (YAML and JSON
 // both read past them).
@@ -65,22 +66,42 @@ func TestStoreFilesAreReadUpTo2MiB(t *testing.T) {
 	}
 }
 
-func TestVerifyRefusesAliasesInABackup(t *testing.T) {
+func TestVerifyBoundsAliasesInABackup(t *testing.T) {
 	s := &Store{Dir: t.TempDir()}
+	// The node CIDR's mask, as a hand edit of the ConfigMap could name it
+	// once and use it twice: kept as it is, and valid.
+	aliased := []byte(strings.Replace(string(doc(t)), "  - name: node-cidr-mask-size\n    value: \"24\"\n",
+		"  - &mask\n    name: node-cidr-mask-size\n    value: \"24\"\n  - *mask\n", 1))
 	bomb := append(doc(t), "x-a: &a \""+strings.Repeat("x", 1000)+"\"\n"+
 		"x-b: &b ["+strings.TrimSuffix(strings.Repeat("*a,", 100), ",")+"]\n"+
 		"x-c: ["+strings.TrimSuffix(strings.Repeat("*b,", 100), ",")+"]\n"...)
-	b, err := s.Write(bomb, meta())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Read(b.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	problems := r.Verify(clusterconfig.ValidateOptions{})
-	want := "YAML anchor &a on line 31: anchors and aliases are not accepted"
-	if len(problems) != 1 || !strings.HasPrefix(problems[0], want) {
-		t.Fatalf("got %q, want one problem starting %q", problems, want)
+	for _, tc := range []struct {
+		name     string
+		document []byte
+		want     string // the start of the one problem; "" for none
+	}{
+		{"aliases", aliased, ""},
+		{"aliases past the bound", bomb, "YAML alias *b on line 33 expands the document to more than "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(string(tc.document), "*") {
+				t.Fatal("the document has no alias")
+			}
+			b, err := s.Write(tc.document, meta())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := s.Read(b.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(r.Document) != string(tc.document) {
+				t.Errorf("the backup holds %q, want the document byte for byte", r.Document)
+			}
+			problems := r.Verify(clusterconfig.ValidateOptions{})
+			if tc.want == "" && len(problems) != 0 || tc.want != "" && (len(problems) != 1 || !strings.HasPrefix(problems[0], tc.want)) {
+				t.Fatalf("got %q, want one problem starting %q, or none for \"\"", problems, tc.want)
+			}
+		})
 	}
 }

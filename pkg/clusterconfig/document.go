@@ -45,9 +45,13 @@ type Document struct {
 // Parse reads a ClusterConfiguration from YAML or JSON. It checks only that
 // the text is a mapping with a known apiVersion and kind; Validate checks the
 // rest. A key given twice keeps its last value, as kubeadm reads a stored
-// document. A document that is not YAML, or of another kind, or larger than
-// 2 MiB, or with YAML anchors or aliases, is an invalid configuration
-// (exit 3).
+// document. YAML anchors and aliases are read as kubeadm reads them, each
+// alias a copy of its anchor's value and "<<" a merge, so the tree holds
+// no alias and Marshal writes every value out in full, as kubeadm's own
+// upload of the configuration would. A document that is not YAML, or of
+// another kind, or larger than 2 MiB, or whose aliases expand it to more
+// than 4 times what its text holds (see internal/input), is an invalid
+// configuration (exit 3).
 func Parse(data []byte) (*Document, error) {
 	return parse(data, false)
 }

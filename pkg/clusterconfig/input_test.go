@@ -5,23 +5,28 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
-// Every parser of the package refuses YAML anchors and aliases before
-// expanding any, and text of more than 2 MiB.
+// Every parser of the package reads YAML anchors and aliases as kubeadm
+// does, refuses text whose aliases expand it past the bound of package
+// input before expanding any, and refuses text of more than 2 MiB.
 
 // maxInput is the plugin's limit on any input (internal/input.MaxBytes).
 const maxInput = 2 << 20
 
-// aliasBomb is a valid document with a field that expands: a 1 KB scalar
-// aliased 100 times in a list, that list aliased 100 times (10 MB of JSON
-// from 2 KB; the e2e test takes it to 100 MB).
+// expanding is a flow mapping that aliases expand a hundredfold twice: a
+// 1 KB scalar aliased 100 times in a list, that list aliased 100 times
+// (10 MB of JSON from 1.5 KB; the e2e test takes it to 100 MB). It fits
+// wherever a YAML value does, and its alias *b passes the bound.
+var expanding = `{"a": &a "` + strings.Repeat("x", 1000) + `", "b": &b [` + strings.TrimSuffix(strings.Repeat("*a, ", 100), ", ") + `], "c": [` + strings.TrimSuffix(strings.Repeat("*b, ", 100), ", ") + `]}`
+
+// aliasBomb is a valid document with a field that expands, on line 32.
 func aliasBomb(t *testing.T) []byte {
 	t.Helper()
-	return append(readTestDocument(t, "v1beta4"), []byte("# a comment\nbomb:\n  a: &a \""+strings.Repeat("x", 1000)+"\"\n"+
-		"  b: &b ["+strings.TrimSuffix(strings.Repeat("*a,", 100), ",")+"]\n"+
-		"  c: ["+strings.TrimSuffix(strings.Repeat("*b,", 100), ",")+"]\n")...)
+	return append(readTestDocument(t, "v1beta4"), []byte("# a comment\nbomb: "+expanding+"\n")...)
 }
 
 // padded is the v1beta4 test document followed by a comment line, n bytes
@@ -32,9 +37,10 @@ func padded(t *testing.T, n int) []byte {
 	return append(doc, strings.Repeat("x", n-len(doc)-1)+"\n"...)
 }
 
-// anchorRefused is how the anchor &a is refused, on the line given.
-func anchorRefused(line int) string {
-	return "YAML anchor &a on line " + strconv.Itoa(line) + ": anchors and aliases are not accepted, as they can make a small file expand beyond any limit; write the value out in full"
+// expansionRefused is the start of how the alias *b is refused, on the
+// line given.
+func expansionRefused(line int) string {
+	return "YAML alias *b on line " + strconv.Itoa(line) + " expands the document to more than "
 }
 
 const tooLarge = "larger than 2 MiB, the limit for any input (twice what a ConfigMap holds)"
@@ -61,38 +67,35 @@ func validateFileRefusal(data []byte) refusal {
 	return refusal{strings.Join(ValidateFile(data, ValidateOptions{}).Errors, "; "), exitcode.Invalid}
 }
 
-func TestParsersRefuseAnchorsAndAliases(t *testing.T) {
+func TestParsersBoundAliasExpansion(t *testing.T) {
 	bomb := aliasBomb(t)
-	patch := []byte("bomb:\n  a: &a \"" + strings.Repeat("x", 1000) + "\"\n  b: [*a, *a]\n")
-	jsonPatch := []byte(`[{"op": "add", "path": "/a", "value": &a "x"}, {"op": "add", "path": "/b", "value": *a}]`)
-	value := "&a [x.example.com]"
 	for _, tc := range []struct {
 		name  string
 		parse func() refusal
 		want  string
 		code  exitcode.Code
 	}{
-		{"Parse", func() refusal { return parseRefusal(bomb) }, "the ClusterConfiguration cannot be used: " + anchorRefused(33), exitcode.Invalid},
-		{"Validate", func() refusal { return validateRefusal(bomb) }, anchorRefused(33), exitcode.Invalid},
+		{"Parse", func() refusal { return parseRefusal(bomb) }, "the ClusterConfiguration cannot be used: " + expansionRefused(32), exitcode.Invalid},
+		{"Validate", func() refusal { return validateRefusal(bomb) }, expansionRefused(32), exitcode.Invalid},
 		// The line is the file's, not the document's.
 		{"ValidateFile", func() refusal {
 			return validateFileRefusal(append([]byte("apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n---\n"), bomb...))
-		}, "document 2 (line 4): " + anchorRefused(36), exitcode.Invalid},
+		}, "document 2 (line 4): " + expansionRefused(35), exitcode.Invalid},
 		{"NewMergePatch", func() refusal {
-			_, err := NewMergePatch(patch)
+			_, err := NewMergePatch([]byte("# a comment\nbomb: " + expanding + "\n"))
 			return refusal{errString(err), exitcode.FromError(err)}
-		}, "the patch cannot be used: " + anchorRefused(2), exitcode.Invalid},
+		}, "the patch cannot be used: " + expansionRefused(2), exitcode.Invalid},
 		{"NewJSONPatch", func() refusal {
-			_, err := NewJSONPatch(jsonPatch)
+			_, err := NewJSONPatch([]byte(`[{"op": "add", "path": "/bomb", "value": ` + expanding + `}]`))
 			return refusal{errString(err), exitcode.FromError(err)}
-		}, "the patch cannot be used: " + anchorRefused(1), exitcode.Invalid},
+		}, "the patch cannot be used: " + expansionRefused(1), exitcode.Invalid},
 		{"NewSet", func() refusal {
-			e, err := NewSet("apiServer.certSANs", value)
+			e, err := NewSet("apiServer.certSANs", expanding)
 			if err == nil {
 				err = e.Apply(load(t, "v1beta4"))
 			}
 			return refusal{errString(err), exitcode.FromError(err)}
-		}, "bad value for apiServer.certSANs: " + anchorRefused(1), exitcode.Invalid},
+		}, "bad value for apiServer.certSANs: " + expansionRefused(1), exitcode.Invalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.parse()
@@ -100,6 +103,90 @@ func TestParsersRefuseAnchorsAndAliases(t *testing.T) {
 				t.Errorf("got %q (exit %d), want %q (exit %d)", got.msg, got.code, tc.want, tc.code)
 			}
 		})
+	}
+}
+
+// A document with anchors and aliases is read as kubeadm reads it, and an
+// edit writes it back with every value out in full (kubeadm's layout, as
+// kubeadm's own upload would be): the stored text loses its anchors, never
+// a value.
+func TestAliasesAreReadAndWrittenInFull(t *testing.T) {
+	stored := []byte(`apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: &version v1.37.2
+apiServer:
+  certSANs: &sans [cp.example.com, 192.0.2.10]
+  extraArgs: &args
+  - name: profiling
+    value: "false"
+  extraVolumes:
+  - &audit {name: audit, hostPath: /var/log/audit, mountPath: /var/log/audit}
+controllerManager: &component
+  extraArgs: *args
+  extraVolumes:
+  - <<: *audit
+    readOnly: true
+scheduler: *component
+etcd:
+  local:
+    serverCertSANs: *sans
+    extraEnvs:
+    - {name: KUBERNETES_VERSION, value: *version}
+`)
+	d, err := Parse(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := d.Validate(ValidateOptions{}); !r.Valid() {
+		t.Fatalf("invalid: %q", r.Errors)
+	}
+	if err := d.MergePatch([]byte("apiServer:\n  certSANs: &s [lb.example.com]\netcd: {local: {peerCertSANs: *s}}\n")); err != nil {
+		t.Fatal(err)
+	}
+	want := `apiServer:
+  certSANs:
+  - lb.example.com
+  extraArgs:
+  - name: profiling
+    value: "false"
+  extraVolumes:
+  - hostPath: /var/log/audit
+    mountPath: /var/log/audit
+    name: audit
+apiVersion: kubeadm.k8s.io/v1beta4
+controllerManager:
+  extraArgs:
+  - name: profiling
+    value: "false"
+  extraVolumes:
+  - hostPath: /var/log/audit
+    mountPath: /var/log/audit
+    name: audit
+    readOnly: true
+etcd:
+  local:
+    extraEnvs:
+    - name: KUBERNETES_VERSION
+      value: v1.37.2
+    peerCertSANs:
+    - lb.example.com
+    serverCertSANs:
+    - cp.example.com
+    - 192.0.2.10
+kind: ClusterConfiguration
+kubernetesVersion: v1.37.2
+scheduler:
+  extraArgs:
+  - name: profiling
+    value: "false"
+  extraVolumes:
+  - hostPath: /var/log/audit
+    mountPath: /var/log/audit
+    name: audit
+    readOnly: true
+`
+	if diff := cmp.Diff(want, string(d.MustMarshal())); diff != "" {
+		t.Errorf("written (-want +got):\n%s", diff)
 	}
 }
 

@@ -70,8 +70,9 @@ func splitChunks(data []byte) (chunks [][]byte, lines []int, err error) {
 
 // SplitFile splits a kubeadm config file into its documents. A document
 // kubeadm refuses before reading it has its Problem set, and so does one
-// with YAML anchors or aliases, which the plugin refuses; err is a file that
-// cannot be split at all, or one larger than 2 MiB.
+// whose YAML aliases expand it past the bound of package input, which the
+// plugin refuses; err is a file that cannot be split at all, or one larger
+// than 2 MiB.
 func SplitFile(data []byte) ([]FileDocument, error) {
 	if len(data) > input.MaxBytes {
 		return nil, fmt.Errorf("the file is %w", input.ErrTooLarge)
@@ -94,10 +95,10 @@ func SplitFile(data []byte) ([]FileDocument, error) {
 			gv, err = schema.ParseGroupVersion(meta.APIVersion)
 		}
 		d.APIVersion, d.Kind = meta.APIVersion, meta.Kind
-		var alias *input.AliasError
+		var expansion *input.ExpansionError
 		switch {
-		case errors.As(err, &alias):
-			inFile := *alias
+		case errors.As(err, &expansion):
+			inFile := *expansion
 			inFile.Line += lines[i] - 1
 			d.Problem = fmt.Sprintf("%s: %v", d.where(), &inFile)
 		case err != nil:

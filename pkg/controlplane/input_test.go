@@ -11,8 +11,10 @@ import (
 )
 
 // Manifests, running or rendered, are read up to 2 MiB
-// (internal/input.MaxBytes) and refused unexpanded when they hold YAML
-// anchors or aliases, which kubeadm never writes.
+// (internal/input.MaxBytes). kubeadm never writes YAML anchors or aliases,
+// but a manifest edited by hand to hold some is read as the kubelet reads
+// it, and refused unexpanded only when they expand it past the bound of
+// internal/input.
 
 func schedulerManifest(t *testing.T) []byte {
 	t.Helper()
@@ -23,16 +25,36 @@ func schedulerManifest(t *testing.T) []byte {
 	return data
 }
 
-func TestParseManifestRefusesAliases(t *testing.T) {
+func TestParseManifestBoundsAliases(t *testing.T) {
 	data := schedulerManifest(t)
+	want, err := ParseManifest(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The startup probe's check, by hand, as an alias of the liveness
+	// probe's.
+	livez := "      httpGet:\n        host: 127.0.0.1\n        path: /livez\n        port: probe-port\n        scheme: HTTPS\n"
+	if strings.Count(string(data), livez) != 2 {
+		t.Fatalf("want the liveness and startup probes to check %q", livez)
+	}
+	edited := strings.Replace(string(data), livez, strings.Replace(livez, "httpGet:", "httpGet: &livez", 1), 1)
+	edited = strings.Replace(edited, livez, "      httpGet: *livez\n", 1)
+	got, err := ParseManifest([]byte(edited))
+	if err != nil {
+		t.Fatalf("with an alias: %v", err)
+	}
+	if !got.SameAs(want) {
+		t.Errorf("with an alias: got %+v, want the Pod as written in full", got.Pod.Spec.Containers[0].StartupProbe)
+	}
+
 	lines := strings.Count(string(data), "\n")
 	bomb := []byte(string(data) + "x-a: &a \"" + strings.Repeat("x", 1000) + "\"\n" +
 		"x-b: &b [" + strings.TrimSuffix(strings.Repeat("*a,", 100), ",") + "]\n" +
 		"x-c: [" + strings.TrimSuffix(strings.Repeat("*b,", 100), ",") + "]\n")
-	_, err := ParseManifest(bomb)
-	want := "the manifest cannot be used: YAML anchor &a on line " + strconv.Itoa(lines+1) + ": anchors and aliases are not accepted"
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("got %v, want %q", err, want)
+	_, err = ParseManifest(bomb)
+	wantErr := "the manifest cannot be used: YAML alias *b on line " + strconv.Itoa(lines+3) + " expands the document to more than "
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("got %v, want %q", err, wantErr)
 	}
 }
 

@@ -32,9 +32,15 @@ type Manifest struct {
 	Pod *corev1.Pod
 }
 
-// ParseManifest decodes a static Pod manifest. Text of more than 2 MiB, or
-// with YAML anchors or aliases, which kubeadm never writes, is refused
-// unread.
+// ParseManifest decodes a static Pod manifest. kubeadm never writes YAML
+// anchors or aliases, but the kubelet, which runs the manifest, reads them
+// (sigs.k8s.io/yaml, as kubeadm does), so a manifest edited by hand to
+// hold some is read as the kubelet reads it rather than refused: the
+// plugin judges the Pod the node runs, and keeps the bytes only to put
+// them back. Only the rendered manifest's bytes are edited
+// (KeepInitialCluster), and those are kubeadm's own. Text of more than
+// 2 MiB, or whose aliases expand it past the bound every input has (see
+// internal/input), is refused unexpanded.
 func ParseManifest(data []byte) (*Manifest, error) {
 	var pod corev1.Pod
 	err := input.Unmarshal(data, &pod)

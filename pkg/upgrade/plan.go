@@ -130,8 +130,10 @@ func Builtin(name string) (*Plan, error) {
 
 // ParsePlan reads a plan from YAML or JSON, strictly (unknown fields and
 // duplicate keys are errors), and fills the defaults. The result may still
-// be a template: Instantiate expands and validates it. Text of more than
-// 2 MiB, or with YAML anchors or aliases, is refused unread.
+// be a template: Instantiate expands and validates it. YAML anchors and
+// aliases are read as kubeadm's files are; text of more than 2 MiB, or whose
+// aliases expand it past the bound every input has (see internal/input),
+// is refused unexpanded.
 func ParsePlan(data []byte) (*Plan, error) {
 	var p Plan
 	err := input.UnmarshalStrict(data, &p)
