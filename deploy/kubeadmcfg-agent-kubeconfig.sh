@@ -23,9 +23,9 @@
 #                        `kubeadm upgrade` do not renew this certificate
 #   --restart UNIT       after writing, restart UNIT if it runs (the agent
 #                        reads its kubeconfig when it starts); while a node's
-#                        turn, or a reconfigure by hand, holds the manifests
-#                        directory's lock, write nothing and leave it to the
-#                        next run: a restart would interrupt the turn
+#                        turn or upgrade step, or a reconfigure by hand, holds
+#                        the manifests directory's lock, write nothing and
+#                        leave it to the next run: a restart would interrupt it
 #   --kubeconfig FILE    what kubeadm-config is read with (default
 #                        /etc/kubernetes/admin.conf)
 #   --rootfs DIR         the node's root file system (default /), as
@@ -84,13 +84,13 @@ if [[ -n "${renew}" && -s "${out}" ]]; then
 fi
 
 if [[ -n "${restart}" ]]; then
-	# The lock a turn and reconfigure hold on the manifests directory
-	# (pkg/controlplane), held until this script exits, so that no turn
-	# starts while the agent restarts.
+	# The lock a turn, an upgrade step and reconfigure hold on the
+	# manifests directory (pkg/controlplane), held until this script exits,
+	# so that none starts while the agent restarts.
 	lock="${etc}/manifests/.kubeadmcfg-reconfigure.lock"
 	exec 9>>"${lock}" || fail "cannot open ${lock}"
 	if ! flock --nonblock 9; then
-		echo "${me}: a turn or a reconfigure holds ${etc}/manifests: not renewed now, the next run tries again"
+		echo "${me}: a turn, an upgrade step or a reconfigure holds ${etc}/manifests: not renewed now, the next run tries again"
 		exit 0
 	fi
 fi

@@ -538,7 +538,7 @@ func docRenewal(t *testing.T, d *docCluster) {
 	_ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	_ = lock.Close()
 	wantExit(t, r, 0)
-	if !strings.Contains(r.stdout, "a turn or a reconfigure holds") || !bytes.Equal([]byte(readString(t, path)), short) || d.systemctlCalls(t, node) != "" {
+	if !strings.Contains(r.stdout, "a turn, an upgrade step or a reconfigure holds") || !bytes.Equal([]byte(readString(t, path)), short) || d.systemctlCalls(t, node) != "" {
 		t.Fatalf("renewed during a turn: %s (systemctl %q)", r, d.systemctlCalls(t, node))
 	}
 

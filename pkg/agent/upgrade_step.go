@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
-	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/kubeadmupgrade"
 	upgradestate "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
@@ -61,7 +60,7 @@ func (w *upgrades) request(ctx context.Context, e *env, rec *upgradestate.Record
 		req.Kind = kubeadmupgrade.Apply
 	}
 	if req.Kind != kubeadmupgrade.KubeletStep {
-		noReturn, err := w.documentSays(ctx, e, req.Version)
+		noReturn, err := kubeadmupgrade.DocumentSays(ctx, e.cfg.Config, req.Version)
 		if err != nil {
 			return req, err
 		}
@@ -70,29 +69,17 @@ func (w *upgrades) request(ctx context.Context, e *env, rec *upgradestate.Record
 	req.StartPhase = kubeadmupgrade.Phases(req.Kind)[0]
 	// A step run again (a resume, an earlier agent's step taken over)
 	// starts at the phase it stopped in; a first node that was put back
-	// starts over.
+	// starts over, and one whose kubeadm-config says the target although
+	// its manifests do not (put back after a write whose answer was lost)
+	// at the control-plane phase.
 	if (turn.Retry || turn.Lost != nil) && (req.Kind != kubeadmupgrade.Apply || req.NoReturn) {
 		for _, n := range rec.Agents.Nodes {
 			if n.Node == e.cfg.Name {
-				req.StartPhase = kubeadmupgrade.StartPhase(req.Kind, n.Phase)
+				req.StartPhase = kubeadmupgrade.ResumePhase(kubeadmupgrade.Node{Node: e.cfg.Node, Env: e.cfg.Upgrades}, req.Kind, n.Phase, req.Version)
 			}
 		}
 	}
 	return req, nil
-}
-
-// documentSays reports whether kubeadm-config's ClusterConfiguration
-// already says version: the first node's point of no return is past.
-func (w *upgrades) documentSays(ctx context.Context, e *env, version string) (bool, error) {
-	raw, err := e.cfg.Config.Document(ctx)
-	if err != nil {
-		return false, err
-	}
-	doc, err := clusterconfig.Parse([]byte(raw))
-	if err != nil {
-		return false, err
-	}
-	return doc.KubernetesVersion() == version, nil
 }
 
 // begin moves the upgrade (or, with host, the node) into step as this
@@ -191,6 +178,10 @@ func stepOutcome(node, step string, req kubeadmupgrade.Request, err error) (outc
 		return upgradestate.NodeDone, fmt.Sprintf("upgrade-apply: node %s's kubelet runs %s", node, req.Version)
 	case err == nil:
 		return upgradestate.NodeDone, fmt.Sprintf("upgrade-apply: node %s runs %s", node, req.Version)
+	case errors.As(err, &putBack) && putBack.Untried:
+		f := putBack.Failure
+		why := exitcode.Message(f.Err) + "; not put back on " + req.From + ": " + exitcode.Message(putBack.Err)
+		return upgradestate.NodeRollbackFailed, upgradestate.PhaseFailure(node, step, f.Phase, why, f.Output)
 	case errors.As(err, &putBack):
 		f := putBack.Failure
 		why := exitcode.Message(f.Err) + "; putting the node back on " + req.From + " failed: " + exitcode.Message(putBack.Err)
@@ -200,6 +191,9 @@ func stepOutcome(node, step string, req kubeadmupgrade.Request, err error) (outc
 		return upgradestate.NodeRolledBack, upgradestate.PhaseFailure(node, step, failed.Phase, why, failed.Output)
 	case errors.As(err, &failed) && failed.Back:
 		why := exitcode.Message(failed.Err) + "; the node is back on " + req.From
+		if failed.EtcdKept != "" {
+			why += ", but " + failed.EtcdKept
+		}
 		return upgradestate.NodeRolledBack, upgradestate.PhaseFailure(node, step, failed.Phase, why, failed.Output)
 	case errors.As(err, &failed):
 		return upgradestate.NodeFailed, upgradestate.PhaseFailure(node, step, failed.Phase, exitcode.Message(failed.Err), failed.Output)

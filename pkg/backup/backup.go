@@ -51,7 +51,7 @@ type Meta struct {
 	SHA256            string    `json:"sha256"`
 	PluginVersion     string    `json:"pluginVersion"`
 	// Reason is why the backup was taken: manual, before patch, before
-	// edit, before restore.
+	// edit, before restore, before upgrade.
 	Reason string `json:"reason"`
 }
 
@@ -61,6 +61,10 @@ const (
 	ReasonBeforePatch   = "before patch"
 	ReasonBeforeEdit    = "before edit"
 	ReasonBeforeRestore = "before restore"
+	// ReasonBeforeUpgrade marks the document an upgrade's write of
+	// kubeadm-config replaced (the first node's upload-config phase):
+	// the cluster's configuration of the release it upgraded from.
+	ReasonBeforeUpgrade = "before upgrade"
 )
 
 // header fields, in file order; sha256 is always last.

@@ -33,6 +33,14 @@ func (s *Store) PruneNodeEtcdSnapshots(keep int, clusterID, node string) ([]stri
 	return s.pruneEtcdSnapshots(keep, func(g etcdGroup) bool { return g == etcdGroup{cluster: clusterID, node: node} })
 }
 
+// PruneEtcdSnapshotsOfNode removes the oldest snapshots of node's member
+// beyond keep, for each etcd cluster it has snapshots of, as
+// PruneEtcdSnapshots does: the housekeeping after an upgrade step, which
+// may find the member down and so not know its cluster's ID.
+func (s *Store) PruneEtcdSnapshotsOfNode(keep int, node string) ([]string, error) {
+	return s.pruneEtcdSnapshots(keep, func(g etcdGroup) bool { return g.node == node })
+}
+
 func (s *Store) pruneEtcdSnapshots(keep int, which func(etcdGroup) bool) ([]string, error) {
 	names, err := s.EtcdSnapshots()
 	if err != nil {

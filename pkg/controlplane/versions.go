@@ -49,6 +49,11 @@ func (p *Plan) ImageChanges() []ImageChange {
 	return out
 }
 
+// ImageTag is what follows an image's repository: its tag, and "@digest"
+// when it names one. An upgrade tells by it which release a manifest
+// names, without waiting for what runs.
+func ImageTag(image string) string { return imageTag(image) }
+
 // imageTag is what follows an image's repository: its tag, and "@digest"
 // when it names one.
 func imageTag(image string) string {

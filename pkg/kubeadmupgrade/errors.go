@@ -19,6 +19,10 @@ type PhaseError struct {
 	// it, since the step failed before kubeadm's control-plane phase; its
 	// components were not checked.
 	Back, Unchanged bool
+	// EtcdKept, on a node put back, says why its etcd member was not:
+	// it stays on the newer etcd release, whose data the older one may
+	// not read ("" when it was put back too, or not changed).
+	EtcdKept string
 }
 
 func (e *PhaseError) Error() string {
@@ -28,12 +32,19 @@ func (e *PhaseError) Unwrap() error { return e.Err }
 
 // PutBackError is a failed step whose node could not be put back on what
 // it ran: Failure is how the step failed, Err why the put-back did.
+// Untried: the put-back was not tried, since whether the point of no
+// return was past could not be told; the node stays as the failure left
+// it.
 type PutBackError struct {
 	Failure *PhaseError
 	Err     error
+	Untried bool
 }
 
 func (e *PutBackError) Error() string {
+	if e.Untried {
+		return e.Failure.Error() + "; the node was not put back: " + exitcode.Message(e.Err)
+	}
 	return e.Failure.Error() + "; putting the node back failed: " + exitcode.Message(e.Err)
 }
 

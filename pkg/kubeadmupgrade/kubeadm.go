@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 )
 
 // Kubeadms is the node's kubeadm of each Kubernetes release: Template with
@@ -211,16 +212,15 @@ const kubeadmStamp = "2006-01-02-15-04-05"
 // prune keeps the newest KeepBackups of each kind of directory kubeadm
 // leaves in TmpDir on every upgrade run: a copy of the manifests, of the
 // manifests it rendered, and on a stacked node of the whole etcd data
-// directory (kubespray#13412).
+// directory (kubespray#13412); newest by modification time, since
+// kubeadm names the rendered manifests' directory at random
+// (os.MkdirTemp). It also keeps the newest KeepBackups of the node's etcd
+// snapshots in its Store, the ones taken before each first node's
+// control-plane phase among them.
 func (s *step) prune() {
-	keep := s.node.KeepBackups
-	if keep <= 0 {
-		keep = DefaultKeepBackups
-	}
+	keep := s.keep()
 	for _, kind := range []string{"kubeadm-backup-manifests-", "kubeadm-backup-etcd-", "kubeadm-upgraded-manifests"} {
-		matches, _ := filepath.Glob(filepath.Join(s.node.tmpDir(), kind+"*"))
-		slices.Sort(matches) // kubeadm names them by their time
-		for _, old := range matches[:max(0, len(matches)-keep)] {
+		for _, old := range oldest(filepath.Join(s.node.tmpDir(), kind+"*"), keep) {
 			if err := os.RemoveAll(old); err != nil {
 				s.emit(true, "Housekeeping", "cannot remove kubeadm's backup %s: %s", old, err)
 				continue
@@ -228,4 +228,51 @@ func (s *step) prune() {
 			s.emit(false, "Housekeeping", "removed kubeadm's backup %s (the newest %d of its kind are kept)", old, keep)
 		}
 	}
+	if s.node.Store == nil {
+		return
+	}
+	removed, err := s.node.Store.PruneEtcdSnapshotsOfNode(keep, s.node.Name)
+	for _, name := range removed {
+		s.emit(false, "Housekeeping", "removed the etcd snapshot %s (the newest %d of the node's are kept)", name, keep)
+	}
+	if err != nil {
+		s.emit(true, "Housekeeping", "cannot prune the node's etcd snapshots: %s", exitcode.Message(err))
+	}
+}
+
+// keep is how many of each kind of backup a step keeps.
+func (s *step) keep() int {
+	if s.node.KeepBackups <= 0 {
+		return DefaultKeepBackups
+	}
+	return s.node.KeepBackups
+}
+
+// oldest are the paths pattern matches beyond the newest keep, by
+// modification time (then name), oldest first.
+func oldest(pattern string, keep int) []string {
+	matches, _ := filepath.Glob(pattern)
+	type entry struct {
+		path string
+		mod  time.Time
+	}
+	var entries []entry
+	for _, m := range matches {
+		st, err := os.Lstat(m)
+		if err != nil {
+			continue
+		}
+		entries = append(entries, entry{m, st.ModTime()})
+	}
+	slices.SortFunc(entries, func(a, b entry) int {
+		if c := a.mod.Compare(b.mod); c != 0 {
+			return c
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	var out []string
+	for _, e := range entries[:max(0, len(entries)-keep)] {
+		out = append(out, e.path)
+	}
+	return out
 }

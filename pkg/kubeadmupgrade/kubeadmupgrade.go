@@ -13,17 +13,25 @@
 // Before kubeadm-config says the target (the first node's upload-config
 // phase: the point of no return), a failed control-plane node is put back
 // on what it ran, from the manifest backup kubeadm made in this very run;
-// after it, the node is left for upgrade-resume to take forward.
+// after it, the node is left for upgrade-resume to take forward. Whether
+// kubeadm-config says the target is read again before a put-back: a write
+// whose answer was lost may have landed. An etcd member is put back only
+// while another member of its cluster still runs the release it goes back
+// to. A step holds the node's manifests directory (controlplane.Lock) from
+// its first phase to its end, as a reconfiguration does.
 package kubeadmupgrade
 
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
 )
 
@@ -46,9 +54,16 @@ type Env struct {
 	// steps ignore (kubeadm's --ignore-preflight-errors).
 	IgnorePreflightErrors []string
 	// KeepBackups is how many of each kind of backup directory kubeadm
-	// leaves in /etc/kubernetes/tmp are kept after a step
-	// (DefaultKeepBackups when 0).
+	// leaves in /etc/kubernetes/tmp are kept after a step, and how many of
+	// the node's etcd snapshots in its Store (DefaultKeepBackups when 0).
 	KeepBackups int
+	// ConfigWriter writes kubeadm-config at the first node's upload-config
+	// phase: an engine of its own, whose backup says why it was taken
+	// (backup.ReasonBeforeUpgrade) and whose validation refuses what
+	// `validate` refuses (engine.ValidationStrict), unlike the agent's
+	// engine for putting a tried document back. Nil writes with
+	// Node.Config.
+	ConfigWriter *engine.Engine
 }
 
 // DefaultKeepBackups is how many of each kind of backup directory kubeadm
@@ -122,21 +137,60 @@ type Report struct {
 // the gate, and returns what it did. A failure is a *PhaseError; when the
 // node could not be put back, a *PutBackError. The Report is returned
 // with both.
+//
+// The step holds the node's manifests directory (controlplane.Lock, the
+// lock a reconfiguration and the agent's kubeconfig renewal take) from
+// before its first phase until it returns: a step that cannot take it
+// fails in its first phase, having changed nothing.
 func Run(ctx context.Context, n Node, req Request) (*Report, error) {
-	s := &step{node: n, req: req, rep: &Report{NoReturn: req.NoReturn}}
 	table := phasesOf(req.Kind)
 	if table == nil {
 		return nil, errors.New("kubeadmupgrade: unknown step kind " + string(req.Kind))
 	}
-	s.before = manifestBackups(n.tmpDir())
-	var err error
-	if failure := s.run(ctx, table[startIndex(table, req.StartPhase):]); failure != nil {
+	s := newStep(n, req)
+	return s.rep, s.do(ctx, table[startIndex(table, req.StartPhase):])
+}
+
+// do runs phases under the manifests directory's lock, ends a failure
+// (recover), and keeps house.
+func (s *step) do(ctx context.Context, phases []phase) error {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return s.recover(ctx, &PhaseError{Phase: phases[0].name, Err: err})
+	}
+	defer unlock()
+	s.before = manifestBackups(s.node.tmpDir())
+	if failure := s.run(ctx, phases); failure != nil {
 		err = s.recover(context.WithoutCancel(ctx), failure)
 	}
-	if req.Kind != KubeletStep {
+	if s.req.Kind != KubeletStep {
 		s.prune() // after the put-back, which reads this step's backup
 	}
-	return s.rep, err
+	return err
+}
+
+// lock takes the node's manifests directory, waiting up to Wait while
+// another run holds it.
+func (s *step) lock(ctx context.Context) (func(), error) {
+	deadline := time.Now().Add(s.req.Wait)
+	for said := false; ; said = true {
+		unlock, err := controlplane.Lock(s.node.ManifestsDir)
+		var busy *controlplane.BusyError
+		if !errors.As(err, &busy) {
+			return unlock, err
+		}
+		if !said {
+			s.emit(true, "UpgradeStep", "node %s: another run holds %s (a reconfigure, or the renewal of the agent's kubeconfig): the step waits up to %s for it to end", s.node.Name, busy.Dir, s.req.Wait)
+		}
+		if !time.Now().Add(time.Second).Before(deadline) {
+			return nil, exitcode.Conflictf("another run held the manifests directory %s for %s (a reconfigure, or the renewal of the agent's kubeconfig); nothing was changed", busy.Dir, s.req.Wait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errInterrupted
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // Phases are the phases of a step of kind, in order, as Request.Phase
@@ -164,4 +218,40 @@ func StartPhase(kind Kind, phase string) string {
 		return ""
 	}
 	return table[startIndex(table, phase)].name
+}
+
+// ResumePhase is the phase the step of kind to version that stopped in
+// phase stopped starts at when run again on node n: StartPhase, except that a
+// first node whose manifests do not name version (put back after
+// kubeadm-config came to say it, by a write whose answer was lost or an
+// agent stopped between the write and its answer) starts at the
+// control-plane phase, not after it: the phases after it would roll the
+// target's addons out over the older control plane.
+func ResumePhase(n Node, kind Kind, stopped, version string) string {
+	start := StartPhase(kind, stopped)
+	if kind != Apply {
+		return start
+	}
+	table := phasesOf(kind)
+	at := func(name string) int { return slices.IndexFunc(table, func(p phase) bool { return p.name == name }) }
+	if at(start) <= at(ControlPlane) || manifestsName(n, version) {
+		return start
+	}
+	return ControlPlane
+}
+
+// manifestsName reports whether the manifest of every component of the
+// node but etcd (whose release is its own) names version as its image's
+// tag: kubeadm's control-plane phase wrote them for version.
+func manifestsName(n Node, version string) bool {
+	for _, c := range n.ComponentsOnNode() {
+		if c == controlplane.Etcd {
+			continue
+		}
+		m, err := controlplane.ReadManifest(filepath.Join(n.ManifestsDir, c.File()))
+		if err != nil || controlplane.ImageTag(m.Pod.Spec.Containers[0].Image) != version {
+			return false
+		}
+	}
+	return true
 }

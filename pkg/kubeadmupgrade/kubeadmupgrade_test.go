@@ -1,7 +1,9 @@
 package kubeadmupgrade
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -11,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +21,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -28,6 +32,7 @@ import (
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/clusterconfig"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/engine"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/etcd"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
 )
 
@@ -42,6 +47,9 @@ import (
 const (
 	from = "v1.36.3"
 	to   = "v1.37.2"
+	// The etcd of each, as kubeadm's manifests tag it.
+	etcdFrom = "3.6.8-0"
+	etcdTo   = "3.7.0-0"
 )
 
 // liveDocument is kubeadm-config as the upload-config dry run of
@@ -101,6 +109,7 @@ case "$words" in
 		mkdir -p "$b" && cp "$manifests"/*.yaml "$b/" || exit 1
 	fi
 	for f in "$manifests"/*.yaml; do sed -i "s/:` + from + `\$/:` + to + `/" "$f"; done
+	[ -f "$manifests/etcd.yaml" ] && sed -i "s/:` + etcdFrom + `\$/:` + etcdTo + `/" "$manifests/etcd.yaml"
 	[ -f "$dir/crash" ] && sed -i "s/--v=0/crash/" "$manifests/kube-apiserver.yaml"
 	;;
 esac
@@ -112,6 +121,7 @@ type testNode struct {
 	dir       string // the stand-ins' files
 	manifests string
 	tmp       string
+	port      string // the fake kubelet's probes
 	client    *fake.Clientset
 	node      Node
 	phases    []string // announced to Request.Phase
@@ -148,6 +158,7 @@ func newTestNode(t *testing.T) *testNode {
 	probes := httptest.NewServer(http.HandlerFunc(n.probe))
 	t.Cleanup(probes.Close)
 	u, _ := url.Parse(probes.URL)
+	n.port = u.Port()
 	for _, c := range controlplane.Components() {
 		n.write(filepath.Join(n.manifests, c.File()), manifest(c, u.Port(), from))
 	}
@@ -674,5 +685,314 @@ func TestAFailureAfterKubeadmConfigWasWrittenIsNotPutBack(t *testing.T) {
 	}
 	if m := n.read(filepath.Join(n.manifests, "kube-apiserver.yaml")); !strings.Contains(m, ":"+to) {
 		t.Errorf("the node was put back after kubeadm-config said %s:\n%s", to, m)
+	}
+}
+
+// loseAnswer makes the API server land the next write of kubeadm-config
+// and answer it with a refusal, as a write whose answer was lost looks to
+// the writer: an error, although kubeadm-config says the target. With
+// unreadable, every read of kubeadm-config after it fails.
+func (n *testNode) loseAnswer(unreadable bool) {
+	var mu sync.Mutex
+	lost, landed := true, false
+	n.client.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		u := a.(k8stesting.UpdateActionImpl)
+		mu.Lock()
+		defer mu.Unlock()
+		if u.GetObject().(*corev1.ConfigMap).Name != "kubeadm-config" || !lost {
+			return false, nil, nil
+		}
+		lost = false
+		if err := n.client.Tracker().Update(u.GetResource(), u.GetObject(), u.GetNamespace(), u.UpdateOptions); err != nil {
+			return true, nil, err
+		}
+		landed = true
+		return true, nil, apierrors.NewForbidden(u.GetResource().GroupResource(), "kubeadm-config", errors.New("the answer was lost"))
+	})
+	n.client.PrependReactor("get", "configmaps", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !unreadable || !landed || a.(k8stesting.GetAction).GetName() != "kubeadm-config" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewForbidden(a.GetResource().GroupResource(), "kubeadm-config", errors.New("no longer readable"))
+	})
+}
+
+// A write of kubeadm-config that landed although its answer said it
+// failed is past the point of no return: the first node is not put back,
+// and its step is recovered forward.
+func TestAWriteWhoseAnswerWasLostIsNotPutBack(t *testing.T) {
+	n := newTestNode(t)
+	n.loseAnswer(false)
+	rep, err := Run(context.Background(), n.node, n.request(Apply))
+	var failed *PhaseError
+	if !errors.As(err, &failed) || failed.Phase != UploadConfig || failed.Back || !rep.NoReturn {
+		t.Fatalf("got %v (%#v), NoReturn %v; want upload-config failed, the node left for a forward recovery", err, failed, rep.NoReturn)
+	}
+	if !strings.Contains(n.document(), "kubernetesVersion: "+to) {
+		t.Fatalf("the write did not land, the test proves nothing:\n%s", n.document())
+	}
+	if m := n.read(filepath.Join(n.manifests, "kube-apiserver.yaml")); !strings.Contains(m, ":"+to) {
+		t.Errorf("the node was put back although kubeadm-config says %s:\n%s", to, m)
+	}
+}
+
+// When kubeadm-config cannot be read again after a write that may have
+// landed, nothing is put back either, and the error says that the node
+// was not put back: it never claims the node back.
+func TestAFirstNodeIsNotPutBackWhenKubeadmConfigCannotBeRead(t *testing.T) {
+	n := newTestNode(t)
+	n.loseAnswer(true)
+	rep, err := Run(context.Background(), n.node, n.request(Apply))
+	var putBack *PutBackError
+	if !errors.As(err, &putBack) || !putBack.Untried || putBack.Failure.Phase != UploadConfig || putBack.Failure.Back || rep.NoReturn {
+		t.Fatalf("got %v (%#v), NoReturn %v; want a put-back not tried", err, putBack, rep.NoReturn)
+	}
+	if !strings.Contains(err.Error(), "not put back: kubeadm-config could not be read") {
+		t.Errorf("the error does not say why the node was not put back: %v", err)
+	}
+	if m := n.read(filepath.Join(n.manifests, "kube-apiserver.yaml")); !strings.Contains(m, ":"+to) {
+		t.Errorf("the node was put back although kubeadm-config may say %s:\n%s", to, m)
+	}
+}
+
+// A first node whose kubeadm-config says the target but whose manifests
+// do not (it was put back after a write whose answer was lost) starts
+// again at the control-plane phase, not at the phase it stopped in after
+// it; once its manifests name the target, where it stopped.
+func TestResumePhase(t *testing.T) {
+	n := newTestNode(t)
+	for _, tc := range []struct {
+		kind        Kind
+		phase, want string
+	}{
+		{Apply, "kubelet-config", ControlPlane},
+		{Apply, UploadConfig, ControlPlane},
+		{Apply, Preflight, Preflight},
+		{Apply, Gate, Preflight},
+		{Upgrade, "kubelet-config", "kubelet-config"}, // another node's manifests are its own step's
+	} {
+		if got := ResumePhase(n.node, tc.kind, tc.phase, to); got != tc.want {
+			t.Errorf("manifests of %s: ResumePhase(%s, %q) = %q, want %q", from, tc.kind, tc.phase, got, tc.want)
+		}
+	}
+	for _, c := range controlplane.Components() {
+		n.write(filepath.Join(n.manifests, c.File()), manifest(c, n.port, to))
+	}
+	if got := ResumePhase(n.node, Apply, "kubelet-config", to); got != "kubelet-config" {
+		t.Errorf("manifests of %s: ResumePhase(apply, kubelet-config) = %q, want kubelet-config", to, got)
+	}
+}
+
+// withEtcd gives the node a local etcd member running release.
+func (n *testNode) withEtcd(release string) {
+	n.write(filepath.Join(n.manifests, controlplane.Etcd.File()), manifest(controlplane.Etcd, n.port, release))
+}
+
+// upgradedWithBackup leaves the node as kubeadm's control-plane phase of
+// this step leaves it: every manifest on the target, and a backup of the
+// manifests it ran.
+func (n *testNode) upgradedWithBackup() *step {
+	dir := filepath.Join(n.tmp, "kubeadm-backup-manifests-2026-12-05-01-41-26")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		n.t.Fatal(err)
+	}
+	for _, c := range controlplane.Components() {
+		n.write(filepath.Join(dir, c.File()), manifest(c, n.port, from))
+		n.write(filepath.Join(n.manifests, c.File()), manifest(c, n.port, to))
+	}
+	n.write(filepath.Join(dir, controlplane.Etcd.File()), manifest(controlplane.Etcd, n.port, etcdFrom))
+	n.withEtcd(etcdTo)
+	s := newStep(n.node, n.request(Apply))
+	s.changed = true
+	return s
+}
+
+// members is an etcd cluster whose member 1 is the node's own, each
+// member running the etcd release given.
+func members(versions ...string) func(context.Context) (*etcd.Cluster, error) {
+	return func(context.Context) (*etcd.Cluster, error) {
+		cl := &etcd.Cluster{Local: 1}
+		for i, v := range versions {
+			cl.Members = append(cl.Members, etcd.Member{ID: uint64(i + 1), Name: fmt.Sprintf("cp-%d", i), Status: &etcd.Status{Version: v}})
+		}
+		return cl, nil
+	}
+}
+
+// On a cluster of one etcd member, a failed first node is put back but
+// for its etcd member: etcd 3.7 may have moved the data beyond what 3.6
+// starts on. The outcome says so.
+func TestAnEtcdMemberAloneOnTheNewReleaseIsNotPutBack(t *testing.T) {
+	n := newTestNode(t)
+	s := n.upgradedWithBackup()
+	s.etcdCluster = members("3.7.0")
+	err := s.recover(context.Background(), &PhaseError{Phase: UploadConfig, Err: errors.New("the dry run failed")})
+	var failed *PhaseError
+	if !errors.As(err, &failed) || !failed.Back || !strings.Contains(failed.EtcdKept, "stays on etcd 3.7") || !strings.Contains(failed.EtcdKept, "no other member") {
+		t.Fatalf("got %v (%#v), want the node back but for etcd, which stays on 3.7", err, failed)
+	}
+	if m := n.read(filepath.Join(n.manifests, controlplane.Etcd.File())); !strings.Contains(m, ":"+etcdTo) {
+		t.Errorf("etcd was put back over data its newer release may have moved:\n%s", m)
+	}
+	for _, c := range controlplane.Components() {
+		if m := n.read(filepath.Join(n.manifests, c.File())); !strings.Contains(m, ":"+from) {
+			t.Errorf("%s was not put back:\n%s", c.PodName(), m)
+		}
+	}
+}
+
+// etcd goes back only while another member runs the release it goes
+// back to, or when the release does not change.
+func TestEtcdStays(t *testing.T) {
+	old := []byte(manifest(controlplane.Etcd, "2379", etcdFrom))
+	for _, tc := range []struct {
+		name    string
+		current string
+		cluster func(context.Context) (*etcd.Cluster, error)
+		stays   string // "" when it goes back
+	}{
+		{"another member on the old release", etcdTo, members("3.7.0", "3.6.8", "3.7.0"), ""},
+		{"alone on the new release", etcdTo, members("3.7.0"), "no other member of its etcd cluster (1 in all) runs 3.6"},
+		{"every member on the new release", etcdTo, members("3.7.0", "3.7.0", "3.7.0"), "no other member of its etcd cluster (3 in all) runs 3.6"},
+		{"the cluster cannot be asked", etcdTo, func(context.Context) (*etcd.Cluster, error) { return nil, errors.New("connection refused") },
+			"its cluster cannot tell whether another member still runs 3.6"},
+		{"the same release", "3.6.9-0", members("3.6.9"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newTestNode(t)
+			n.withEtcd(tc.current)
+			s := newStep(n.node, n.request(Apply))
+			s.etcdCluster = tc.cluster
+			got := s.etcdStays(context.Background(), old)
+			if (tc.stays == "") != (got == "") || !strings.Contains(got, tc.stays) {
+				t.Errorf("etcdStays = %q, want %q", got, tc.stays)
+			}
+		})
+	}
+}
+
+// The step holds the manifests directory's lock, the one reconfigure and
+// the agent's kubeconfig renewal take, while its phases run.
+func TestAStepHoldsTheManifestsLock(t *testing.T) {
+	n := newTestNode(t)
+	req := n.request(Upgrade)
+	req.NoReturn = true
+	var held []string
+	req.Phase = func(p string) error {
+		unlock, err := controlplane.Lock(n.manifests)
+		if err == nil {
+			unlock()
+			held = append(held, p+": free")
+		}
+		return nil
+	}
+	if _, err := Run(context.Background(), n.node, req); err != nil {
+		t.Fatal(err)
+	}
+	if len(held) > 0 {
+		t.Errorf("the manifests directory could be locked while the step ran: %v", held)
+	}
+	unlock, err := controlplane.Lock(n.manifests)
+	if err != nil {
+		t.Fatalf("the step left the manifests directory locked: %v", err)
+	}
+	unlock()
+}
+
+// A step that cannot take the lock within Wait changes nothing.
+func TestAStepWaitsForTheManifestsLock(t *testing.T) {
+	n := newTestNode(t)
+	unlock, err := controlplane.Lock(n.manifests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	req := n.request(Apply)
+	req.Wait = 2 * time.Second
+	_, err = Run(context.Background(), n.node, req)
+	var failed *PhaseError
+	if !errors.As(err, &failed) || failed.Phase != Preflight || !failed.Unchanged || !strings.Contains(err.Error(), "another run held the manifests directory") {
+		t.Fatalf("got %v (%#v), want preflight failed, nothing changed", err, failed)
+	}
+	if len(n.calls()) != 0 {
+		t.Errorf("kubeadm ran without the lock: %v", n.calls())
+	}
+}
+
+// Housekeeping orders kubeadm's directories by their time, not by their
+// names (kubeadm names kubeadm-upgraded-manifests* at random), and keeps
+// the newest KeepBackups of the node's etcd snapshots.
+func TestHousekeepingKeepsTheNewestByTime(t *testing.T) {
+	n := newTestNode(t)
+	n.node.KeepBackups = 2
+	now := time.Now()
+	for i, name := range []string{"kubeadm-upgraded-manifestsAAA", "kubeadm-upgraded-manifestsMMM", "kubeadm-upgraded-manifestsZZZ"} {
+		dir := filepath.Join(n.tmp, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		at := now.Add(-time.Duration(i) * time.Hour) // AAA newest, ZZZ oldest
+		if err := os.Chtimes(dir, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := make([]byte, 4096)
+	sum := sha256.Sum256(db)
+	snapshot := append(db, sum[:]...)
+	byRev := map[int64]string{}
+	for _, w := range []struct {
+		node string
+		rev  int64
+	}{{"cp-0", 30}, {"cp-0", 10}, {"cp-0", 20}, {"cp-1", 5}} {
+		snap, err := n.node.Store.WriteEtcdSnapshot(bytes.NewReader(snapshot), backup.EtcdSnapshotMeta{Node: w.node, Member: w.node,
+			MemberID: "00000000000000aa", ClusterID: "cdf818194e3a8c32", Revision: w.rev, EtcdVersion: "3.6.8", Reason: backup.ReasonBeforeEtcdChange}, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byRev[w.rev] = snap.Name
+	}
+	req := n.request(Upgrade)
+	req.NoReturn = true
+	if _, err := Run(context.Background(), n.node, req); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob(filepath.Join(n.tmp, "kubeadm-upgraded-manifests*"))
+	if diff := cmp.Diff([]string{filepath.Join(n.tmp, "kubeadm-upgraded-manifestsAAA"), filepath.Join(n.tmp, "kubeadm-upgraded-manifestsMMM")}, left); diff != "" {
+		t.Errorf("kubeadm-upgraded-manifests* left (-want +got):\n%s", diff)
+	}
+	snaps, err := n.node.Store.EtcdSnapshots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(snaps)
+	want := []string{byRev[5], byRev[20], byRev[30]}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, snaps); diff != "" {
+		t.Errorf("etcd snapshots left (-want +got):\n%s", diff)
+	}
+}
+
+// The first node's write of kubeadm-config goes through Env.ConfigWriter,
+// the upgrade's own engine, never the node's engine for other writes.
+func TestTheUpgradeWritesWithItsOwnEngine(t *testing.T) {
+	n := newTestNode(t)
+	store := &backup.Store{Dir: t.TempDir()}
+	n.node.ConfigWriter = engine.New(n.client, engine.Target{Namespace: "kube-system", Name: "kubeadm-config", Key: engine.DefaultKey},
+		engine.Options{Validation: engine.ValidationStrict, Backup: &backup.Hook{Store: store, Keep: 10, Reason: backup.ReasonBeforeUpgrade}})
+	if _, err := Run(context.Background(), n.node, n.request(Apply)); err != nil {
+		t.Fatal(err)
+	}
+	names, err := store.List()
+	if err != nil || len(names) != 1 {
+		t.Fatalf("backups %v (%v), want the one the upgrade's write took", names, err)
+	}
+	b, err := store.Read(names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Reason != backup.ReasonBeforeUpgrade || !strings.Contains(string(b.Document), "kubernetesVersion: "+from) {
+		t.Errorf("the backup says %q of:\n%s", b.Reason, b.Document)
 	}
 }

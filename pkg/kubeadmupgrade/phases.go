@@ -77,6 +77,26 @@ type step struct {
 	// settled: the components were seen at the target, settled, after the
 	// control-plane phase.
 	settled bool
+	// uploading: the upload-config phase began in this step, and so may
+	// have written kubeadm-config, whatever its answer said.
+	uploading bool
+	// etcdCluster is the node's etcd cluster, as its local member sees it
+	// now; nil, with no error, on a node without a local member.
+	etcdCluster func(ctx context.Context) (*etcd.Cluster, error)
+}
+
+// newStep is a Run of req on n about to begin.
+func newStep(n Node, req Request) *step {
+	s := &step{node: n, req: req, rep: &Report{NoReturn: req.NoReturn}}
+	s.etcdCluster = func(ctx context.Context) (*etcd.Cluster, error) {
+		client, err := n.EtcdClient()
+		if err != nil || client == nil {
+			return nil, err
+		}
+		defer client.Close()
+		return client.Cluster(ctx)
+	}
+	return s
 }
 
 var errInterrupted = errors.New("interrupted: the agent was told to stop")
@@ -166,7 +186,7 @@ func (s *step) snapshot(ctx context.Context) error {
 		return err
 	}
 	defer client.Close()
-	snap, err := client.Snapshot(ctx, s.node.Store, etcd.SnapshotOptions{Node: s.node.Name})
+	snap, err := client.Snapshot(ctx, s.node.Store, etcd.SnapshotOptions{Node: s.node.Name, Keep: s.keep()})
 	if err != nil {
 		return fmt.Errorf("the etcd snapshot before the upgrade: %w", err)
 	}

@@ -18,6 +18,12 @@ type PutBackRequest struct {
 	// Wait is how long each component may take to come up healthy.
 	Wait     time.Duration
 	Progress func(Event)
+	// Locked says that the caller holds the manifests directory's lock
+	// (controlplane.Lock) already, for longer than the put-back: an
+	// upgrade step holds it from its first phase to its end. PutBack then
+	// does not take it (a second lock in the same process would be
+	// refused as another run's).
+	Locked bool
 }
 
 // PutBack puts the manifests of req back on node n, one component at a time as Run
@@ -29,11 +35,13 @@ type PutBackRequest struct {
 // from before a rollout with it, when a resumed turn cannot be completed:
 // Run's own rollback only knows what the run itself replaced.
 func PutBack(ctx context.Context, n Node, req PutBackRequest) ([]controlplane.Outcome, error) {
-	unlock, err := controlplane.Lock(n.ManifestsDir)
-	if err != nil {
-		return nil, lockError(err)
+	if !req.Locked {
+		unlock, err := controlplane.Lock(n.ManifestsDir)
+		if err != nil {
+			return nil, lockError(err)
+		}
+		defer unlock()
 	}
-	defer unlock()
 	var components []controlplane.Component
 	for _, c := range append(controlplane.Components(), controlplane.Etcd) {
 		if _, ok := req.Manifests[c]; ok {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
 
 	nodeagent "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/agent"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/backup"
@@ -174,7 +175,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 		"Upgrades: the command (split on spaces) that installs the kubelet of release $"+kubeadmupgrade.KubeletVersionEnv+" on this node and restarts it")
 	fs.StringVar(&o.KubeletConfig, "kubelet-config", o.KubeletConfig, "Upgrades: the kubelet's configuration file, which says where its /healthz answers")
 	fs.StringSliceVar(&o.IgnorePreflightErrors, "ignore-preflight-errors", o.IgnorePreflightErrors, "Upgrades: kubeadm's preflight checks to ignore on this node, as kubeadm's flag of that name")
-	fs.IntVar(&o.KeepKubeadmBackups, "keep-kubeadm-backups", o.KeepKubeadmBackups, "Upgrades: how many of each kind of backup directory kubeadm leaves in /etc/kubernetes/tmp to keep")
+	fs.IntVar(&o.KeepKubeadmBackups, "keep-kubeadm-backups", o.KeepKubeadmBackups, "Upgrades: how many of each kind of backup directory kubeadm leaves in /etc/kubernetes/tmp to keep, and of this node's etcd snapshots")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "HOST:PORT to serve Prometheus metrics on (/metrics); 0 serves none")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat,
 		"How the agent writes its events on stderr: text (one line each: time, level, reason, message) or json (one object each, with the keys node, reason, rollout, upgrade, step, phase and error)")
@@ -199,6 +200,10 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 	config := engine.New(c.Client, o.Cluster.Target(o.Key), engine.Options{FieldManager: managed.By,
 		Validation: engine.ValidationWarn,
 		Backup:     &backup.Hook{Store: store, Keep: o.Backup.Keep, Server: c.Server, Reason: backup.ReasonBeforeRestore}})
+	// The upgrade's write of kubeadm-config (the first node's upload-config
+	// phase) has an engine of its own: see upgradeConfigEngine.
+	upgradeConfig := upgradeConfigEngine(c.Client, o.Cluster.Target(o.Key),
+		&backup.Hook{Store: store, Keep: o.Backup.Keep, Server: c.Server, Reason: backup.ReasonBeforeUpgrade})
 	// Published on the Lease, so that nodes can warn before the
 	// certificate runs out (a token's issuer renews it).
 	expires, _, err := c.CertificateExpiry()
@@ -218,10 +223,20 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 			Kubeadms:              kubeadmupgrade.Kubeadms{Template: o.KubeadmTemplate},
 			Kubelet:               kubeadmupgrade.Kubelet{Restart: strings.Fields(o.KubeletRestart), Config: o.KubeletConfig},
 			IgnorePreflightErrors: o.IgnorePreflightErrors, KeepBackups: o.KeepKubeadmBackups,
+			ConfigWriter: upgradeConfig,
 		},
 		Heartbeat: o.HeartbeatInterval, StopGrace: o.StopGrace, Version: version.Version, CertificateExpires: expires, Log: o.log.print,
 	}
 	return nil
+}
+
+// upgradeConfigEngine is the engine of an upgrade's write of
+// kubeadm-config: the document it replaces is backed up as one from
+// before an upgrade (hook's Reason), and a result that validation finds
+// invalid is refused, as 'validate' refuses it, not written with a
+// warning as the agent's put-back of a tried document is.
+func upgradeConfigEngine(client kubernetes.Interface, target engine.Target, hook *backup.Hook) *engine.Engine {
+	return engine.New(client, target, engine.Options{FieldManager: managed.By, Validation: engine.ValidationStrict, Backup: hook})
 }
 
 // Validate checks the flags without I/O.
