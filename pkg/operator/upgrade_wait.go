@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -248,19 +247,7 @@ func failureOf(rec *upgrade.Record) (f failure, ok bool) {
 	if a == nil {
 		return failure{}, false
 	}
-	order := p.WorkNodes()
-	for _, n := range slices.Sorted(maps.Keys(rec.Hosts)) {
-		if !slices.Contains(order, n) {
-			order = append(order, n)
-		}
-	}
-	failedHost := ""
-	for _, n := range order {
-		if h, ok := rec.Hosts[n]; ok && isHostFailed(p, h.Status) {
-			failedHost = n
-			break
-		}
-	}
+	failedHost := rec.FailedHost()
 	switch st := p.StepOf(rec.State); {
 	case p.Failed(rec.State) && st.Work == upgrade.WorkControlPlane:
 		f = failure{node: st.Node, step: string(st.Name)}
@@ -286,21 +273,10 @@ func failureOf(rec *upgrade.Record) (f failure, ok bool) {
 	return f, true
 }
 
-func isHostFailed(p *upgrade.Plan, s upgrade.HostStatus) bool {
-	for _, h := range p.HostSteps {
-		if h.Failed == s {
-			return true
-		}
-	}
-	return false
-}
-
 // hostStepOf names the host step of a host status.
 func hostStepOf(p *upgrade.Plan, s upgrade.HostStatus) string {
-	for _, h := range p.HostSteps {
-		if h.Name == s || h.Failed == s || h.Reaches == s {
-			return string(h.Name)
-		}
+	if h := p.HostStepOf(s); h != nil {
+		return string(h.Name)
 	}
 	return string(s)
 }
