@@ -88,11 +88,16 @@ func (e *PreflightError) Error() string {
 //     agent publishes them, or whose etcd member its agent finds unhealthy
 //     (with etcd local to the nodes, every agent must say).
 //
+// A spec.Version upgrade.CheckAgentsVersion refuses (not a version, or a
+// pre-release) is a usage error (exit 2), checked before anything is read.
 // An unreadable record, kubeadm-config or plan, and a cluster with no
 // control-plane node, are errors of their own.
 func (o *Upgrades) Preflight(ctx context.Context, spec ApplySpec) (*ApplyPlan, error) {
+	if err := upgrade.CheckAgentsVersion(spec.Version); err != nil {
+		return nil, err
+	}
 	target, err := version.ParseSemantic(spec.Version)
-	if err != nil || upgrade.CheckVersion(spec.Version) != nil {
+	if err != nil {
 		return nil, exitcode.Usagef("want a Kubernetes version such as v1.37.2, not %q", spec.Version)
 	}
 	var problems []string
