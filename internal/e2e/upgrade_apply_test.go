@@ -389,7 +389,7 @@ func TestUpgradeApplyWaitExitCodes(t *testing.T) {
 		stderr []string
 	}{
 		{name: "complete", move: func(e *env, nodes []string) { e.agentsFinish(nodes) }, code: 0,
-			stdout: "upgrade to v1.37.2 upgrade-complete: every node runs v1.37.2",
+			stdout: "upgrade to v1.37.2 upgrade-complete: every control-plane node runs v1.37.2",
 			stderr: []string{"upgrade to v1.37.2: upgrade-started, 0 of 2 nodes done", "upgrade to v1.37.2: upgrading-kubelets",
 				" upgrading-kubelet, phase kubelet: Done", "upgrade to v1.37.2: upgrade-complete"}},
 		{name: "rolled back", move: func(e *env, nodes []string) {
@@ -436,7 +436,7 @@ func TestUpgradeApplyWaitExitCodes(t *testing.T) {
 			e.agentsFinish(cp.nodes)
 			r = p.wait()
 			wantEnded(t, r, 0)
-			if !strings.Contains(r.stdout, "upgrade to v1.37.2 upgrade-complete: every node runs v1.37.2") {
+			if !strings.Contains(r.stdout, "upgrade to v1.37.2 upgrade-complete: every control-plane node runs v1.37.2") {
 				t.Fatalf("upgrade-resume --wait said %s", r)
 			}
 		})

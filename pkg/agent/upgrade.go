@@ -85,8 +85,8 @@ func (w *upgrades) do(ctx context.Context, e *env) time.Duration {
 			return rec.Set(c, st.Reaches, "", false, "upgrade-apply: no kubeadm work in this step: recorded by the agents")
 		})
 	case upgradestate.TurnComplete:
-		werr = w.move(ctx, e, fmt.Sprintf("every node runs %s: the upgrade is complete", rec.ToVersion), func(rec *upgradestate.Record, c upgradestate.Clock) (bool, error) {
-			return rec.Set(c, rec.PlanOf().Complete, "", false, fmt.Sprintf("upgrade-apply: every node runs %s", rec.ToVersion))
+		werr = w.move(ctx, e, fmt.Sprintf("every control-plane node runs %s: the upgrade is complete", rec.ToVersion), func(rec *upgradestate.Record, c upgradestate.Clock) (bool, error) {
+			return rec.Set(c, rec.PlanOf().Complete, "", false, fmt.Sprintf("upgrade-apply: every control-plane node runs %s", rec.ToVersion))
 		})
 	}
 	if werr != nil {

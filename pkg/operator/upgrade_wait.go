@@ -94,7 +94,8 @@ type UpgradeWaitOptions struct {
 // Wait follows the record with a watch until the upgrade the agents carry
 // out, follow (the record's Agents when it started), ends, and returns the
 // record as last seen with an error whose exit code says how it ended:
-//   - nil: it is complete, every node runs its version;
+//   - nil: it is complete, every control-plane node runs its version
+//     (the workers are not the agents' work);
 //   - 8 or 9, an *UpgradeFailedError: a node failed, back on its previous
 //     version (8) or not (9); a failed step an upgrade-resume asked to run
 //     again is waited for;

@@ -42,8 +42,8 @@ stale by the API server's clock is watched that long first), with
 VERSION among the kubeadm versions it publishes; and, with local etcd, every
 node's etcd member healthy as its agent finds it.
 
---wait follows the upgrade until it ends: 0 when every node runs VERSION
-(upgrade-complete); 8 when a node failed and is back on its previous
+--wait follows the upgrade until it ends: 0 when every control-plane node
+runs VERSION (upgrade-complete; worker nodes are not upgraded); 8 when a node failed and is back on its previous
 version; 9 when it failed and was not put back (its rollback failed, or it
 failed past the point where kubeadm-config says VERSION, from where recovery
 is forward), naming the node, the phase and why; 4 when it was aborted or

@@ -87,6 +87,24 @@ func TestUpgradeProgress(t *testing.T) {
 	}
 }
 
+// TestFollowSaysControlPlane: a complete upgrade, and the help of the
+// command that waits for it, claim the control-plane nodes only: the
+// agents never touch a worker.
+func TestFollowSaysControlPlane(t *testing.T) {
+	rec := agentsUpgrade(t, "cp-0")
+	if _, err := rec.Set(upgradestate.Clock{Now: time.Date(2026, 12, 2, 9, 5, 0, 0, time.UTC), By: "agent"}, upgradestate.Complete, "", true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := completeLine(rec), "upgrade to v1.37.2 upgrade-complete: every control-plane node runs v1.37.2"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	for _, help := range []string{applyLong, resumeLong} {
+		if strings.Contains(help, "every node runs") {
+			t.Errorf("the help claims every node:\n%s", help)
+		}
+	}
+}
+
 // TestStatusJSONOfAnUpgradeByHandIsUnchanged: upgrade-status -o json of an
 // upgrade driven by hand prints what it printed before upgrade-apply
 // existed, key for key; one the agents carry out adds the agents.
