@@ -283,22 +283,41 @@ func hostStepOf(p *upgrade.Plan, s upgrade.HostStatus) string {
 }
 
 // UpgradeSummary says where an upgrade the agents carry out stands in one
-// line: its state, how many of its nodes are done, and the node in
-// progress with its phase.
+// line: its state, how many nodes have their control plane done (their
+// control-plane step) and how many their kubelet, and the node in progress
+// with its phase. A node's two pieces of work are counted apart: a node
+// whose control plane runs the new version waits for the kubelets' step,
+// and says so, rather than counting as not done at all.
 func UpgradeSummary(rec *upgrade.Record) string {
 	a := rec.Agents
 	if a == nil {
 		return string(rec.State)
 	}
-	nodes := rec.PlanOf().WorkNodes()
-	done := 0
-	ks := rec.PlanOf().KubeletStep()
+	p := rec.PlanOf()
+	nodes := p.WorkNodes()
+	at, _ := p.Position(rec.State) // 0 in the abort branch
+	planes, planesDone := 0, 0
 	for _, n := range nodes {
-		if ks != nil && rec.Hosts[n].Status == ks.Reaches {
-			done++
+		st := controlPlaneStep(p, n)
+		if st == nil {
+			continue
+		}
+		planes++
+		if own, _ := p.Position(st.Name); rec.State == st.Reaches || at > own {
+			planesDone++
 		}
 	}
-	out := fmt.Sprintf("%s, %d of %d nodes done", rec.State, done, len(nodes))
+	out := fmt.Sprintf("%s, %d of %d control planes", rec.State, planesDone, planes)
+	if ks := p.KubeletStep(); ks != nil {
+		kubelets := 0
+		for _, n := range nodes {
+			if rec.Hosts[n].Status == ks.Reaches {
+				kubelets++
+			}
+		}
+		out += fmt.Sprintf(" and %d of %d kubelets", kubelets, len(nodes))
+	}
+	out += " done"
 	for _, n := range a.Nodes {
 		if n.Outcome == upgrade.NodeRunning {
 			out += fmt.Sprintf(", node %s in %s", n.Node, n.Step)
@@ -311,6 +330,16 @@ func UpgradeSummary(rec *upgrade.Record) string {
 		out += fmt.Sprintf(", resume %d", a.Resume)
 	}
 	return out
+}
+
+// controlPlaneStep is node's control-plane step in p, nil when it has none.
+func controlPlaneStep(p *upgrade.Plan, node string) *upgrade.Step {
+	for i := range p.Steps {
+		if st := &p.Steps[i]; st.Work == upgrade.WorkControlPlane && st.Node == node {
+			return st
+		}
+	}
+	return nil
 }
 
 func firstName(names []string) string {

@@ -75,7 +75,7 @@ func TestUpgradeProgress(t *testing.T) {
 	rec.Agents.EndNode("cp-0", upgradestate.NodeRolledBack, "phase control-plane failed")
 	progress(copyOf(t, rec))
 	want := []string{
-		"upgrade to v1.37.2: upgrade-started, 0 of 2 nodes done",
+		"upgrade to v1.37.2: upgrade-started, 0 of 2 control planes and 0 of 2 kubelets done",
 		"upgrade to v1.37.2: upgrading-control-plane-cp-0",
 		"upgrade to v1.37.2: node cp-0 upgrading-control-plane-cp-0, phase preflight: Running",
 		"upgrade to v1.37.2: node cp-0 upgrading-control-plane-cp-0, phase control-plane: Running",
