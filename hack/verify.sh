@@ -160,7 +160,7 @@ for unit in unit upgrades; do
 	fi
 done
 
-step "relative links in README.md, docs/ and deploy/ resolve"
+step "relative links in README.md, docs/ and deploy/ resolve, and so do the guides the sources cite"
 go run ./hack/checklinks
 
 echo "verify: all checks passed" >&2

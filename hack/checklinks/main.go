@@ -8,6 +8,13 @@
 // Links with a scheme (https:, mailto:, ...) are not checked. A link to
 // file.md#anchor, or to #anchor of the same file, is checked against the
 // file's headings, named as GitHub names them.
+//
+// The guides are also cited outside Markdown: by the plugin's messages and
+// help, its comments, and the files operators apply. Every citation of a
+// guide in the Go sources and in deploy/, docs/X.md#anchor or docs/X.md
+// followed by its headings in quotes (docs/agent.md ("The alarm"),
+// docs/agent.md, "The image"; a quote may go on in the next line's
+// comment), must name a file and headings it has.
 package main
 
 import (
@@ -64,7 +71,9 @@ type link struct {
 }
 
 // check reads README.md, docs/**/*.md and deploy/**/*.md under root and
-// returns every relative link that does not resolve, in file and line order.
+// returns every relative link that does not resolve, in file and line
+// order, then every citation of a guide in the sources (sourceFiles) that
+// does not.
 func check(root string) ([]brokenLink, error) {
 	files, err := markdownFiles(root)
 	if err != nil {
@@ -80,6 +89,21 @@ func check(root string) ([]brokenLink, error) {
 		for _, l := range links {
 			if why := resolve(root, file, l.target, anchors); why != "" {
 				broken = append(broken, brokenLink{file: file, line: l.line, target: l.target, why: why})
+			}
+		}
+	}
+	sources, err := sourceFiles(root)
+	if err != nil {
+		return nil, err
+	}
+	for _, file := range sources {
+		cites, err := readCitations(filepath.Join(root, filepath.FromSlash(file)))
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cites {
+			if why := resolveCitation(root, c, anchors); why != "" {
+				broken = append(broken, brokenLink{file: file, line: c.line, target: c.String(), why: why})
 			}
 		}
 	}

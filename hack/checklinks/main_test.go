@@ -112,3 +112,56 @@ func TestReadAnchorsNumbersRepeats(t *testing.T) {
 		t.Errorf("readAnchors (-want +got):\n%s", diff)
 	}
 }
+
+// A guide cited by a message, a comment or a deployment file must have
+// the headings the citation names, in every form the sources use.
+func TestCheckCitations(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"README.md": "# Project\n",
+		"docs/agent.md": "# Running the agent\n\n## What it does\n\n## Running it with systemd\n\n" +
+			"### Renewing the agent's credentials\n\n## Agents that run upgrades\n",
+		"pkg/nodes/nodes.go": `package nodes
+
+// See docs/agent.md ("What it does", "Running it with systemd").
+const renew = "renew it, as docs/agent.md says (\"Renewing the agent's credentials\")"
+const moved = "renew it, as docs/rollout.md says (\"Renewing the agent's credentials\")"
+const gone = "renew it, as docs/agent.md says (\"Renewing the credentials\")"
+
+// The deployment, as docs/agent.md ("Agents
+// that run upgrades") and docs/agent.md#running-it-with-systemd say;
+// not docs/agent.md#renewing, nor docs/agent.md, "What it did".
+`,
+		"deploy/agent.service":    "# See docs/agent.md\n# (\"Running it with systemd\", \"The rights\").\n",
+		"deploy/README.md":        "# Deploy\n",
+		"pkg/x/testdata/in.go":    "// docs/agent.md (\"Nowhere\")\n",
+		"hack/checklinks/main.go": "// docs/agent.md (\"Nowhere\")\n",
+		"cmd/tool/main.go":        "// The whole guide: docs/agent.md.\n// A guide that is gone: docs/gone.md.\n",
+	})
+	got, err := check(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []brokenLink{
+		{file: "cmd/tool/main.go", line: 2, target: "docs/gone.md", why: "no such file"},
+		{file: "deploy/agent.service", line: 1, target: `docs/agent.md ("Running it with systemd", "The rights")`, why: `no heading "The rights" in docs/agent.md`},
+		{file: "pkg/nodes/nodes.go", line: 5, target: `docs/rollout.md ("Renewing the agent's credentials")`, why: "no such file"},
+		{file: "pkg/nodes/nodes.go", line: 6, target: `docs/agent.md ("Renewing the credentials")`, why: `no heading "Renewing the credentials" in docs/agent.md`},
+		{file: "pkg/nodes/nodes.go", line: 10, target: "docs/agent.md#renewing", why: "no heading with this anchor in docs/agent.md"},
+		{file: "pkg/nodes/nodes.go", line: 10, target: `docs/agent.md ("What it did")`, why: `no heading "What it did" in docs/agent.md`},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(brokenLink{})); diff != "" {
+		t.Errorf("check (-want +got):\n%s", diff)
+	}
+}
+
+// The repository itself: every link of its guides, and every guide its
+// sources cite, resolves (make verify runs the command too).
+func TestRepositoryResolves(t *testing.T) {
+	broken, err := check(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range broken {
+		t.Error(b)
+	}
+}

@@ -389,8 +389,8 @@ func TestUpgradeApplyWaitExitCodes(t *testing.T) {
 		stderr []string
 	}{
 		{name: "complete", move: func(e *env, nodes []string) { e.agentsFinish(nodes) }, code: 0,
-			stdout: "upgrade to v1.37.2 upgrade-complete: every node runs v1.37.2",
-			stderr: []string{"upgrade to v1.37.2: upgrade-started, 0 of 2 nodes done", "upgrade to v1.37.2: upgrading-kubelets",
+			stdout: "upgrade to v1.37.2 upgrade-complete: every control-plane node runs v1.37.2",
+			stderr: []string{"upgrade to v1.37.2: upgrade-started, 0 of 2 control planes and 0 of 2 kubelets done", "upgrade to v1.37.2: upgrading-kubelets",
 				" upgrading-kubelet, phase kubelet: Done", "upgrade to v1.37.2: upgrade-complete"}},
 		{name: "rolled back", move: func(e *env, nodes []string) {
 			e.agentTurn(nodes[0], "control-plane", upgrade.NodeRolledBack, "[upgrade/staticpods] the kube-apiserver did not come up")
@@ -409,7 +409,7 @@ func TestUpgradeApplyWaitExitCodes(t *testing.T) {
 			wantExit(e.t, e.plugin("upgrade-set", "upgrade-aborting", "--reason", "not today"), 0)
 		}, code: 4, stderr: []string{"the upgrade to v1.37.2 was aborted: it is in upgrade-aborting (not today)"}},
 		{name: "the wait ends first", move: func(*env, []string) {}, args: []string{"--timeout", "3s"}, code: 7,
-			stderr: []string{"stopped waiting before the upgrade ended (upgrade to v1.37.2, upgrade-started, 0 of 2 nodes done): context deadline exceeded",
+			stderr: []string{"stopped waiting before the upgrade ended (upgrade to v1.37.2, upgrade-started, 0 of 2 control planes and 0 of 2 kubelets done): context deadline exceeded",
 				"follow it with 'kubectl kubeadmcfg upgrade-status --watch'"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -436,7 +436,7 @@ func TestUpgradeApplyWaitExitCodes(t *testing.T) {
 			e.agentsFinish(cp.nodes)
 			r = p.wait()
 			wantEnded(t, r, 0)
-			if !strings.Contains(r.stdout, "upgrade to v1.37.2 upgrade-complete: every node runs v1.37.2") {
+			if !strings.Contains(r.stdout, "upgrade to v1.37.2 upgrade-complete: every control-plane node runs v1.37.2") {
 				t.Fatalf("upgrade-resume --wait said %s", r)
 			}
 		})

@@ -71,8 +71,9 @@ func (a *Agent) publish() {
 	a.metrics.mu.Unlock()
 }
 
-// upgradePhase is the phase of the upgrade record cm; "" when there is
-// none, or it cannot be read.
+// upgradePhase is the phase of the upgrade record cm (Record.Phase: a
+// host's failed step, such as a kubelet's, is a failed step too); "" when
+// there is none, or it cannot be read.
 func upgradePhase(cm *corev1.ConfigMap) upgrade.Phase {
 	if cm == nil {
 		return ""
@@ -81,7 +82,7 @@ func upgradePhase(cm *corev1.ConfigMap) upgrade.Phase {
 	if err != nil || !ok {
 		return ""
 	}
-	return rec.PlanOf().Phase(rec.State)
+	return rec.Phase()
 }
 
 // MetricsHandler serves the agent's metrics to Prometheus, in the

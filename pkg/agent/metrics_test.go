@@ -182,3 +182,50 @@ func TestAgentMetricsWhileRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A kubelet's failure leaves the upgrade in upgrading-kubelets, a step in
+// progress, with the node's host status failed: the phase says StepFailed,
+// as the alert KubeadmcfgUpgradeStepFailed needs.
+func TestUpgradePhaseOfAFailedHost(t *testing.T) {
+	c := upgrade.Clock{Now: time.Now(), By: "agent/cp-0/1"}
+	for _, tc := range []struct {
+		host upgrade.HostStatus
+		want upgrade.Phase
+	}{
+		{upgrade.HostUpgradingKubelet, upgrade.PhaseStepInProgress},
+		{upgrade.HostUpgradingKubeletFailed, upgrade.PhaseStepFailed},
+		{upgrade.HostUpgradedKubelet, upgrade.PhaseStepInProgress},
+	} {
+		t.Run(string(tc.host), func(t *testing.T) {
+			a, _, _ := testAgent(t, nil, rollouttest.DocV1)
+			up, err := upgrade.Start(nil, nil, c, "v1.36.3", "v1.37.2", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := up.Set(c, upgrade.UpgradingKubelets, "", true, ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := up.SetHost(c, "cp-0", tc.host, "", true); err != nil {
+				t.Fatal(err)
+			}
+			a.view.Upgrade = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
+			if err := up.Encode(a.view.Upgrade.Annotations); err != nil {
+				t.Fatal(err)
+			}
+			a.publish()
+			got := map[string]float64{}
+			for series, v := range scrape(t, a) {
+				if strings.HasPrefix(series, "kubeadmcfg_upgrade_phase{") {
+					got[series] = v
+				}
+			}
+			want := map[string]float64{}
+			for _, p := range upgrade.Phases() {
+				want["kubeadmcfg_upgrade_phase{phase="+string(p)+"}"] = boolean(p == tc.want)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}

@@ -21,6 +21,14 @@ import (
 type upgrades struct {
 	waiting string // why the node's turn waits, as last said
 	refused int    // writes the API refused in a row
+	// unrecorded is how this agent's last step ended when the record
+	// could not be made to say so, even after outcomeRetry: it is written
+	// on a later pass, when TurnOf hands the step back (nil: none).
+	unrecorded *stepEnd
+	// pause is the first wait before an outcome's write is tried again
+	// (time.Second when zero), doubled after each try; within bounds the
+	// tries (outcomeRetry when zero).
+	pause, within time.Duration
 }
 
 // do takes the node's turn in the upgrade as last seen, if it has one.
@@ -37,7 +45,11 @@ func (w *upgrades) do(ctx context.Context, e *env) time.Duration {
 	if !ok || rec.Agents == nil {
 		return 0
 	}
-	turn := rec.TurnOf(e.cfg.Name, e.cfg.Identity)
+	w.forget(e, rec)
+	// This agent runs no step now: its steps run from its loop, one at a
+	// time, so a step its own runner holds is one whose end it could not
+	// record, and TurnOf hands it back.
+	turn := rec.TurnOf(e.cfg.Name, "")
 	if turn.Kind == upgradestate.TurnNone {
 		return 0
 	}
@@ -52,7 +64,14 @@ func (w *upgrades) do(ctx context.Context, e *env) time.Duration {
 	var werr error
 	switch turn.Kind {
 	case upgradestate.TurnStep, upgradestate.TurnKubelet:
+		if o := w.unrecorded; o != nil && turn.Lost != nil && turn.Lost.ID == o.runner.ID {
+			werr = w.recordLate(ctx, e, o)
+			break
+		}
 		werr = w.step(ctx, e, rec, turn)
+		if werr == nil && w.unrecorded != nil {
+			return w.backoff(e)
+		}
 	case upgradestate.TurnEnter:
 		werr = w.move(ctx, e, fmt.Sprintf("node %s enters %s: the kubelets go node by node", e.cfg.Name, turn.Step), func(rec *upgradestate.Record, c upgradestate.Clock) (bool, error) {
 			return rec.Set(c, turn.Step, "", false, "upgrade-apply: the kubelets, node by node")
@@ -66,8 +85,8 @@ func (w *upgrades) do(ctx context.Context, e *env) time.Duration {
 			return rec.Set(c, st.Reaches, "", false, "upgrade-apply: no kubeadm work in this step: recorded by the agents")
 		})
 	case upgradestate.TurnComplete:
-		werr = w.move(ctx, e, fmt.Sprintf("every node runs %s: the upgrade is complete", rec.ToVersion), func(rec *upgradestate.Record, c upgradestate.Clock) (bool, error) {
-			return rec.Set(c, rec.PlanOf().Complete, "", false, fmt.Sprintf("upgrade-apply: every node runs %s", rec.ToVersion))
+		werr = w.move(ctx, e, fmt.Sprintf("every control-plane node runs %s: the upgrade is complete", rec.ToVersion), func(rec *upgradestate.Record, c upgradestate.Clock) (bool, error) {
+			return rec.Set(c, rec.PlanOf().Complete, "", false, fmt.Sprintf("upgrade-apply: every control-plane node runs %s", rec.ToVersion))
 		})
 	}
 	if werr != nil {

@@ -41,7 +41,7 @@ func (w *upgrades) step(ctx context.Context, e *env, rec *upgradestate.Record, t
 		req.Phase = func(phase string) error { return w.recordPhase(wctx, e, rn, phase) }
 		req.Started = func(id proc.Identity) { w.recordProcess(wctx, e, rn.ID, id) }
 		_, err := kubeadmupgrade.Run(jctx, kubeadmupgrade.Node{Node: e.cfg.Node, Env: e.cfg.Upgrades}, req)
-		w.end(wctx, e, rn, req, err)
+		w.end(wctx, ctx.Done(), e, rn, req, err)
 	})
 	w.waiting = ""
 	return nil
@@ -113,7 +113,10 @@ func (w *upgrades) begin(ctx context.Context, e *env, step, host string, lost *u
 	}
 	e.log.inPhase(phase)
 	what := "begins"
-	if lost != nil {
+	switch {
+	case lost != nil && lost.ID == e.cfg.Identity:
+		what = "picks up its own run of" // its beginning was recorded, unseen
+	case lost != nil:
 		what = "takes over from " + lost.ID
 	}
 	e.log.upgradeEvent(ctx, cm, false, "UpgradeStepStarted", fmt.Sprintf("node %s %s %s, from phase %s", e.cfg.Name, what, step, phase))
@@ -144,25 +147,6 @@ func (w *upgrades) recordProcess(ctx context.Context, e *env, id string, p proc.
 	if _, err := w.update(ctx, e, func(rec *upgradestate.Record) (bool, error) { return rec.RecordProcess(id, rp) }); err != nil {
 		e.log.warn("UpgradeNotRecorded", "could not record the pid %d of a command of the step: %s", p.PID, exitcode.Message(err))
 	}
-}
-
-// end records the step's outcome, as kubeadmupgrade.Run's error says it.
-func (w *upgrades) end(ctx context.Context, e *env, rn upgradestate.Runner, req kubeadmupgrade.Request, err error) {
-	outcome, reason := stepOutcome(e.cfg.Name, rn.State, req, err)
-	ok := outcome == upgradestate.NodeDone
-	cm, uerr := w.update(ctx, e, func(rec *upgradestate.Record) (bool, error) {
-		if _, err := rec.EndRun(w.clock(e), rn.ID, ok, reason); err != nil {
-			return false, err
-		}
-		rec.Agents.EndNode(e.cfg.Name, outcome, reason)
-		return true, nil
-	})
-	if uerr != nil {
-		e.log.warn("UpgradeNotRecorded", "node %s: %s ended %s, but the record could not say so: %s", e.cfg.Name, rn.State, outcome, exitcode.Message(uerr))
-		return
-	}
-	e.log.upgradeEvent(ctx, cm, !ok, "UpgradeStep"+outcome, reason)
-	e.stateChanged()
 }
 
 // stepOutcome is how the node ended its step, and the reason recorded:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
@@ -15,7 +16,12 @@ import (
 // plan's start state, with the plan instantiated for the control-plane
 // nodes and the agents' part (Record.Agents) set, so that the agents take
 // it from there. Of two starts that race, one wins; the other is refused
-// (exit 4) naming the upgrade in progress.
+// (exit 4) naming the upgrade in progress. The preflight's look at the
+// rollout record is repeated inside the write, right before each attempt:
+// a rollout that became active since the preflight refuses the start (exit
+// 4, nothing written). The two records are two objects, so a rollout that
+// starts in the milliseconds between that look and the write is not seen;
+// its turns then wait for the upgrade.
 func (o *Upgrades) Apply(ctx context.Context, spec ApplySpec) (*UpgradeChange, error) {
 	ap, err := o.Preflight(ctx, spec)
 	if err != nil {
@@ -26,6 +32,13 @@ func (o *Upgrades) Apply(ctx context.Context, spec ApplySpec) (*UpgradeChange, e
 		next, err := upgrade.Start(rec, ap.Plan, c, ap.From, spec.Version, upgrade.BoundReason(spec.Reason))
 		if err != nil {
 			return nil, false, err
+		}
+		active, err := o.activeRollout(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		if active != "" {
+			return nil, false, exitcode.New(exitcode.Conflict, &PreflightError{Problems: []string{active + " (it started after the preflight)"}})
 		}
 		next.Agents = upgrade.NewAgents(c, spec.Version, ap.Plan)
 		return next, true, nil

@@ -6,9 +6,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout/rollouttest"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
@@ -73,6 +76,41 @@ func TestApplyStartsTheAgentsUpgrade(t *testing.T) {
 	}
 	_, err = o.Apply(ctx, ApplySpec{Version: "v1.37.2", Plan: kubeadmPlan(t)})
 	wantErr(t, err, exitcode.Conflict, "preflight failed, nothing was started: an upgrade from v1.36.3 to v1.37.2 is in state upgrade-started; finish or abort it first")
+}
+
+// TestApplyRefusesARolloutStartedAfterThePreflight: the rollout record
+// reads inactive in the preflight and active at the start's write (a
+// rollout start in between): the start is refused, exit 4, and no upgrade
+// is written.
+func TestApplyRefusesARolloutStartedAfterThePreflight(t *testing.T) {
+	ctx := context.Background()
+	o, cs := upgradeReady("cp-0", "cp-1").operator(t)
+	active := rollouttest.ConfigMap(t, rollouttest.Started(t, rollouttest.Spec()))
+	reads := 0
+	cs.PrependReactor("get", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.GetAction).GetName() != rollout.DefaultConfigMap {
+			return false, nil, nil
+		}
+		reads++
+		if reads == 1 {
+			return false, nil, nil // none recorded: the preflight passes
+		}
+		return true, active.DeepCopy(), nil
+	})
+	_, err := o.Apply(ctx, ApplySpec{Version: "v1.37.2", Plan: kubeadmPlan(t)})
+	wantErr(t, err, exitcode.Conflict, "preflight failed, nothing was started: rollout 1 (rollout) is Progressing, started by alice: "+
+		"the agents carry out one kind of work at a time; let it end first (it started after the preflight)")
+	if reads < 2 {
+		t.Errorf("the rollout record was read %d times, want once in the preflight and again in the write", reads)
+	}
+	if rec, _, err := o.Read(ctx); rec != nil || err != nil {
+		t.Errorf("an upgrade was written: %+v, %v", rec, err)
+	}
+	for _, a := range cs.Actions() {
+		if v := a.GetVerb(); v != "get" && v != "list" {
+			t.Errorf("a refused start did %s %s", v, a.GetResource().Resource)
+		}
+	}
 }
 
 // TestApplyTheSeedSystemsPlan: the starlingx plan's masters are the first

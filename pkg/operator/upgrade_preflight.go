@@ -88,11 +88,16 @@ func (e *PreflightError) Error() string {
 //     agent publishes them, or whose etcd member its agent finds unhealthy
 //     (with etcd local to the nodes, every agent must say).
 //
+// A spec.Version upgrade.CheckAgentsVersion refuses (not a version, or a
+// pre-release) is a usage error (exit 2), checked before anything is read.
 // An unreadable record, kubeadm-config or plan, and a cluster with no
 // control-plane node, are errors of their own.
 func (o *Upgrades) Preflight(ctx context.Context, spec ApplySpec) (*ApplyPlan, error) {
+	if err := upgrade.CheckAgentsVersion(spec.Version); err != nil {
+		return nil, err
+	}
 	target, err := version.ParseSemantic(spec.Version)
-	if err != nil || upgrade.CheckVersion(spec.Version) != nil {
+	if err != nil {
 		return nil, exitcode.Usagef("want a Kubernetes version such as v1.37.2, not %q", spec.Version)
 	}
 	var problems []string
@@ -104,13 +109,12 @@ func (o *Upgrades) Preflight(ctx context.Context, spec ApplySpec) (*ApplyPlan, e
 		busy := &upgrade.InProgressError{From: rec.FromVersion, To: rec.ToVersion, State: rec.State}
 		problems = append(problems, busy.Error())
 	}
-	rollouts, _, err := o.Rollouts.Read(ctx)
+	active, err := o.activeRollout(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if s := rollouts.Status; s != nil && s.Phase.Active() {
-		problems = append(problems, fmt.Sprintf("rollout %d (%s) is %s, started by %s: the agents carry out one kind of work at a time; let it end first",
-			s.ID, s.Kind, s.Phase, s.StartedBy))
+	if active != "" {
+		problems = append(problems, active)
 	}
 	doc, err := o.Rollouts.Config.Document(ctx)
 	if err != nil {
@@ -154,6 +158,20 @@ func (o *Upgrades) Preflight(ctx context.Context, spec ApplySpec) (*ApplyPlan, e
 		return nil, exitcode.New(exitcode.Conflict, &PreflightError{Problems: problems})
 	}
 	return &ApplyPlan{From: from, Nodes: order, Plan: plan}, nil
+}
+
+// activeRollout says which rollout is active, as a preflight problem; ""
+// when none is. The agents carry out one kind of work at a time.
+func (o *Upgrades) activeRollout(ctx context.Context) (string, error) {
+	rollouts, _, err := o.Rollouts.Read(ctx)
+	if err != nil {
+		return "", err
+	}
+	if s := rollouts.Status; s != nil && s.Phase.Active() {
+		return fmt.Sprintf("rollout %d (%s) is %s, started by %s: the agents carry out one kind of work at a time; let it end first",
+			s.ID, s.Kind, s.Phase, s.StartedBy), nil
+	}
+	return "", nil
 }
 
 // versionProblems checks kubeadm's rules for an upgrade from

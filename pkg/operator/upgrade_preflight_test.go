@@ -275,6 +275,32 @@ func TestUpgradePreflightRefusals(t *testing.T) {
 	}
 }
 
+// TestUpgradePreflightRefusesVersions: a version the agents cannot carry
+// out (trailing whitespace, build metadata, a pre-release) is a usage error
+// of its own, before the cluster is read, and nothing is written.
+func TestUpgradePreflightRefusesVersions(t *testing.T) {
+	for version, want := range map[string]string{
+		"v1.37.2 ":      `want a Kubernetes version such as v1.37.2, not "v1.37.2 "`,
+		"v1.37.2+build": `want a Kubernetes version such as v1.37.2, not "v1.37.2+build": build metadata names no release`,
+		"v1.37.2-rc.0": "v1.37.2-rc.0 is a pre-release, which the agents' kubeadm upgrade refuses (it allows no release candidate or experimental upgrade): " +
+			"upgrade to a release, or drive a pre-release by hand with upgrade-start and upgrade-run",
+	} {
+		t.Run(version, func(t *testing.T) {
+			w := upgradeReady("cp-0", "cp-1")
+			for _, n := range []string{"cp-0", "cp-1"} {
+				w.agent(n, rollouttest.Base, nodestate.State{KubeadmVersions: []string{"v1.36.3", strings.TrimSpace(version)},
+					Etcd: &nodestate.EtcdHealth{Healthy: true}})
+			}
+			o, cs := w.operator(t)
+			_, err := o.Apply(context.Background(), ApplySpec{Version: version, Plan: kubeadmPlan(t)})
+			wantErr(t, err, exitcode.Usage, want)
+			if n := len(cs.Actions()); n != 0 {
+				t.Errorf("a refused version made %d calls: %v", n, cs.Actions())
+			}
+		})
+	}
+}
+
 // TestUpgradePreflightAllows: a patch release, the same version again, a
 // kubelet exactly three minors behind, external etcd whose agents publish
 // no member, and an order of one's own pass.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,7 +94,8 @@ type UpgradeWaitOptions struct {
 // Wait follows the record with a watch until the upgrade the agents carry
 // out, follow (the record's Agents when it started), ends, and returns the
 // record as last seen with an error whose exit code says how it ended:
-//   - nil: it is complete, every node runs its version;
+//   - nil: it is complete, every control-plane node runs its version
+//     (the workers are not the agents' work);
 //   - 8 or 9, an *UpgradeFailedError: a node failed, back on its previous
 //     version (8) or not (9); a failed step an upgrade-resume asked to run
 //     again is waited for;
@@ -248,19 +248,7 @@ func failureOf(rec *upgrade.Record) (f failure, ok bool) {
 	if a == nil {
 		return failure{}, false
 	}
-	order := p.WorkNodes()
-	for _, n := range slices.Sorted(maps.Keys(rec.Hosts)) {
-		if !slices.Contains(order, n) {
-			order = append(order, n)
-		}
-	}
-	failedHost := ""
-	for _, n := range order {
-		if h, ok := rec.Hosts[n]; ok && isHostFailed(p, h.Status) {
-			failedHost = n
-			break
-		}
-	}
+	failedHost := rec.FailedHost()
 	switch st := p.StepOf(rec.State); {
 	case p.Failed(rec.State) && st.Work == upgrade.WorkControlPlane:
 		f = failure{node: st.Node, step: string(st.Name)}
@@ -286,42 +274,50 @@ func failureOf(rec *upgrade.Record) (f failure, ok bool) {
 	return f, true
 }
 
-func isHostFailed(p *upgrade.Plan, s upgrade.HostStatus) bool {
-	for _, h := range p.HostSteps {
-		if h.Failed == s {
-			return true
-		}
-	}
-	return false
-}
-
 // hostStepOf names the host step of a host status.
 func hostStepOf(p *upgrade.Plan, s upgrade.HostStatus) string {
-	for _, h := range p.HostSteps {
-		if h.Name == s || h.Failed == s || h.Reaches == s {
-			return string(h.Name)
-		}
+	if h := p.HostStepOf(s); h != nil {
+		return string(h.Name)
 	}
 	return string(s)
 }
 
 // UpgradeSummary says where an upgrade the agents carry out stands in one
-// line: its state, how many of its nodes are done, and the node in
-// progress with its phase.
+// line: its state, how many nodes have their control plane done (their
+// control-plane step) and how many their kubelet, and the node in progress
+// with its phase. A node's two pieces of work are counted apart: a node
+// whose control plane runs the new version waits for the kubelets' step,
+// and says so, rather than counting as not done at all.
 func UpgradeSummary(rec *upgrade.Record) string {
 	a := rec.Agents
 	if a == nil {
 		return string(rec.State)
 	}
-	nodes := rec.PlanOf().WorkNodes()
-	done := 0
-	ks := rec.PlanOf().KubeletStep()
+	p := rec.PlanOf()
+	nodes := p.WorkNodes()
+	at, _ := p.Position(rec.State) // 0 in the abort branch
+	planes, planesDone := 0, 0
 	for _, n := range nodes {
-		if ks != nil && rec.Hosts[n].Status == ks.Reaches {
-			done++
+		st := controlPlaneStep(p, n)
+		if st == nil {
+			continue
+		}
+		planes++
+		if own, _ := p.Position(st.Name); rec.State == st.Reaches || at > own {
+			planesDone++
 		}
 	}
-	out := fmt.Sprintf("%s, %d of %d nodes done", rec.State, done, len(nodes))
+	out := fmt.Sprintf("%s, %d of %d control planes", rec.State, planesDone, planes)
+	if ks := p.KubeletStep(); ks != nil {
+		kubelets := 0
+		for _, n := range nodes {
+			if rec.Hosts[n].Status == ks.Reaches {
+				kubelets++
+			}
+		}
+		out += fmt.Sprintf(" and %d of %d kubelets", kubelets, len(nodes))
+	}
+	out += " done"
 	for _, n := range a.Nodes {
 		if n.Outcome == upgrade.NodeRunning {
 			out += fmt.Sprintf(", node %s in %s", n.Node, n.Step)
@@ -334,6 +330,16 @@ func UpgradeSummary(rec *upgrade.Record) string {
 		out += fmt.Sprintf(", resume %d", a.Resume)
 	}
 	return out
+}
+
+// controlPlaneStep is node's control-plane step in p, nil when it has none.
+func controlPlaneStep(p *upgrade.Plan, node string) *upgrade.Step {
+	for i := range p.Steps {
+		if st := &p.Steps[i]; st.Work == upgrade.WorkControlPlane && st.Node == node {
+			return st
+		}
+	}
+	return nil
 }
 
 func firstName(names []string) string {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
@@ -203,10 +204,10 @@ func TestUpgradeWait(t *testing.T) {
 		{name: "deleted", events: func(t *testing.T, rec *upgrade.Record, w *watch.FakeWatcher) {
 			w.Delete(stored(t, rec, "11"))
 		}, code: exitcode.OutcomeUnknown, seen: 1,
-			want: "stopped waiting before the upgrade ended (upgrade to v1.37.2, upgrade-started, 0 of 2 nodes done): the upgrade record was deleted; it goes on in the cluster without this command"},
+			want: "stopped waiting before the upgrade ended (upgrade to v1.37.2, upgrade-started, 0 of 2 control planes and 0 of 2 kubelets done): the upgrade record was deleted; it goes on in the cluster without this command"},
 		{name: "the wait ends first", events: func(*testing.T, *upgrade.Record, *watch.FakeWatcher) {}, ctx: 300 * time.Millisecond,
 			code: exitcode.OutcomeUnknown, seen: 1,
-			want: "stopped waiting before the upgrade ended (upgrade to v1.37.2, upgrade-started, 0 of 2 nodes done): context deadline exceeded; it goes on in the cluster without this command"},
+			want: "stopped waiting before the upgrade ended (upgrade to v1.37.2, upgrade-started, 0 of 2 control planes and 0 of 2 kubelets done): context deadline exceeded; it goes on in the cluster without this command"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := agentsRecord(t, nodes...)
@@ -240,5 +241,40 @@ func TestUpgradeWait(t *testing.T) {
 			}
 			wantErr(t, err, tc.code, tc.want)
 		})
+	}
+}
+
+// TestUpgradeSummaryCountsEachNodesWork: a node whose control-plane step
+// is done counts as such from then on (issue 34: "0 of 3 nodes done" once
+// cp-0 was done), its kubelet apart, as the resume's first line shows it.
+func TestUpgradeSummaryCountsEachNodesWork(t *testing.T) {
+	nodes := []string{"cp-0", "cp-1", "cp-2"}
+	rec := agentsRecord(t, nodes...)
+	var got []string
+	say := func() { got = append(got, UpgradeSummary(rec)) }
+	say()
+	stepDone(t, rec, "cp-0")
+	say()
+	stepFails(t, rec, "cp-1", upgrade.NodeFailed, "x")
+	if err := rec.Resumed(); err != nil {
+		t.Fatal(err)
+	}
+	say()
+	stepDone(t, rec, "cp-1")
+	stepDone(t, rec, "cp-2")
+	enterKubelets(t, rec)
+	stepDone(t, rec, "cp-0")
+	say()
+	stepBegins(t, rec, "cp-1", "kubelet")
+	say()
+	want := []string{
+		"upgrade-started, 0 of 3 control planes and 0 of 3 kubelets done",
+		"upgraded-control-plane-cp-0, 1 of 3 control planes and 0 of 3 kubelets done",
+		"upgrading-control-plane-cp-1-failed, 1 of 3 control planes and 0 of 3 kubelets done, resume 1",
+		"upgrading-kubelets, 3 of 3 control planes and 1 of 3 kubelets done, resume 1",
+		"upgrading-kubelets, 3 of 3 control planes and 1 of 3 kubelets done, node cp-1 in upgrading-kubelet phase kubelet, resume 1",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
 	}
 }

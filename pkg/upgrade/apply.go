@@ -129,12 +129,7 @@ func (r *Record) Resumed() error {
 	if a == nil {
 		return exitcode.Conflictf("the upgrade from %s to %s is not carried out by the agents (upgrade-apply): run its failed step again with upgrade-run", r.FromVersion, r.ToVersion)
 	}
-	p := r.plan()
-	failed := p.Failed(r.State)
-	for _, h := range r.Hosts {
-		failed = failed || p.isHostFailed(h.Status)
-	}
-	if !failed {
+	if !r.plan().Failed(r.State) && r.FailedHost() == "" {
 		return exitcode.Conflictf("the upgrade is in %s, and no step or host failed: there is nothing to resume", r.State)
 	}
 	a.Resume++
@@ -181,15 +176,6 @@ func (p *Plan) KubeletStep() *HostStep {
 		}
 	}
 	return &p.HostSteps[0]
-}
-
-func (p *Plan) isHostFailed(s HostStatus) bool {
-	for _, h := range p.HostSteps {
-		if h.Failed == s {
-			return true
-		}
-	}
-	return false
 }
 
 // PhaseFailure is the reason a failed phase is recorded with: the node, the

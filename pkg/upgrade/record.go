@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -132,12 +133,63 @@ func (r *Record) setHost(c Clock, node string, to HostStatus, reason string) {
 	r.lose(func(rn Runner) bool { return rn.Host == node && HostStatus(rn.State) != to })
 }
 
-// CheckVersion checks a Kubernetes version to record.
+// CheckVersion checks a Kubernetes version to record: a release such as
+// v1.37.2, or a pre-release such as v1.38.0-rc.1, spelt as Kubernetes
+// names its releases. Whitespace anywhere and build metadata
+// (v1.37.2+build) are refused (a *VersionError, exit 2): the version is
+// compared with others as parsed, but names the kubeadm of the release on
+// each node as spelt, and no release has build metadata.
 func CheckVersion(v string) error {
-	if _, err := version.ParseSemantic(v); err != nil || !strings.HasPrefix(v, "v") {
-		return exitcode.Usagef("want a Kubernetes version such as v1.37.2, not %q", v)
+	parsed, err := version.ParseSemantic(v)
+	switch {
+	case err != nil || !strings.HasPrefix(v, "v") || strings.ContainsFunc(v, unicode.IsSpace):
+		return exitcode.New(exitcode.Usage, &VersionError{Version: v})
+	case parsed.BuildMetadata() != "":
+		return exitcode.New(exitcode.Usage, &VersionError{Version: v, Why: "build metadata names no release"})
 	}
 	return nil
+}
+
+// CheckAgentsVersion checks the target of an upgrade the agents carry out:
+// a version CheckVersion accepts that is a release. A pre-release is
+// refused (a *PreReleaseError, exit 2) before anything is written: the
+// UpgradeConfiguration the agents hand kubeadm allows no release candidate
+// or experimental upgrade, so kubeadm's own version policy would refuse it
+// on the first node.
+func CheckAgentsVersion(v string) error {
+	if err := CheckVersion(v); err != nil {
+		return err
+	}
+	if parsed, _ := version.ParseSemantic(v); parsed.PreRelease() != "" {
+		return exitcode.New(exitcode.Usage, &PreReleaseError{Version: v})
+	}
+	return nil
+}
+
+// VersionError is a string that is not a Kubernetes version to record.
+type VersionError struct {
+	Version string
+	// Why says more than that it is not one, when there is more to say.
+	Why string
+}
+
+func (e *VersionError) Error() string {
+	msg := fmt.Sprintf("want a Kubernetes version such as v1.37.2, not %q", e.Version)
+	if e.Why != "" {
+		msg += ": " + e.Why
+	}
+	return msg
+}
+
+// PreReleaseError is a pre-release given as the target of an upgrade the
+// agents carry out.
+type PreReleaseError struct {
+	Version string
+}
+
+func (e *PreReleaseError) Error() string {
+	return fmt.Sprintf("%s is a pre-release, which the agents' kubeadm upgrade refuses (it allows no release candidate or experimental upgrade): "+
+		"upgrade to a release, or drive a pre-release by hand with upgrade-start and upgrade-run", e.Version)
 }
 
 // Start begins an upgrade that follows plan (an instantiated plan; nil for

@@ -294,3 +294,39 @@ func TestRecordBeforePlansReadsAsStarlingx(t *testing.T) {
 		t.Fatalf("a starlingx state accepted under the stored kubeadm plan: %v", err)
 	}
 }
+
+// A version names the kubeadm of its release on each node as spelt, so
+// only what Kubernetes spells a release with is recorded; the agents take
+// no pre-release, which their kubeadm upgrade would refuse.
+func TestCheckVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version       string
+		record, agent string // "" when accepted, else the error
+	}{
+		{"v1.37.2", "", ""},
+		{"v1.38.0-rc.1", "", "v1.38.0-rc.1 is a pre-release, which the agents' kubeadm upgrade refuses"},
+		{"v1.38.0-alpha.0", "", "v1.38.0-alpha.0 is a pre-release, which the agents' kubeadm upgrade refuses"},
+		{"v1.37.2 ", `want a Kubernetes version such as v1.37.2, not "v1.37.2 "`, `not "v1.37.2 "`},
+		{" v1.37.2", `want a Kubernetes version such as v1.37.2, not " v1.37.2"`, `not " v1.37.2"`},
+		{"v1.37.2\n", `want a Kubernetes version such as v1.37.2, not "v1.37.2\n"`, `not "v1.37.2\n"`},
+		{"v1.37.2+build", `want a Kubernetes version such as v1.37.2, not "v1.37.2+build": build metadata names no release`, "build metadata"},
+		{"v1.38.0-rc.1+build", "build metadata names no release", "build metadata"},
+		{"1.37.2", `not "1.37.2"`, `not "1.37.2"`},
+		{"v1.37", `not "v1.37"`, `not "v1.37"`},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			for _, c := range []struct {
+				check func(string) error
+				want  string
+			}{{CheckVersion, tc.record}, {CheckAgentsVersion, tc.agent}} {
+				err := c.check(tc.version)
+				switch {
+				case c.want == "" && err != nil:
+					t.Errorf("refused: %v", err)
+				case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || exitcode.FromError(err) != exitcode.Usage):
+					t.Errorf("got %v (exit %d), want a usage error saying %q", err, exitcode.FromError(err), c.want)
+				}
+			}
+		})
+	}
+}

@@ -38,7 +38,10 @@ type Turn struct {
 	Retry bool
 	// Lost is the runner an earlier agent of this node left on the step
 	// (it was killed): this agent, which holds the node's Lease now, takes
-	// the step over once that runner's process is gone.
+	// the step over once that runner's process is gone. It may also be a
+	// run of this very agent that is no longer under way (see TurnOf): the
+	// agent could not record how it ended, or did not see its beginning
+	// recorded.
 	Lost *Runner
 }
 
@@ -46,12 +49,19 @@ type Turn struct {
 // (agent/NODE/...): the runners this node's later agents may take over.
 func AgentRunnerPrefix(node string) string { return "agent/" + node + "/" }
 
-// TurnOf says what the upgrade asks of node now, whose agent runs as self,
-// when the agents carry it out (r.Agents); TurnNone otherwise. Only one step runs
-// at a time, in the plan's order: a node's turn comes when the state allows
-// its step to start, and a failed step is run again only after an
-// upgrade-resume (Agents.Resume) its node has not run yet.
-func (r *Record) TurnOf(node, self string) Turn {
+// TurnOf says what the upgrade asks of node now, when the agents carry it
+// out (r.Agents); TurnNone otherwise. Only one step runs at a time, in the
+// plan's order: a node's turn comes when the state allows its step to
+// start, and a failed step is run again only after an upgrade-resume
+// (Agents.Resume) its node has not run yet.
+//
+// running is the ID of the run the caller has under way now ("" when it
+// runs none): its step is left to it. Any other run of the node's agents
+// that holds the node's step is handed back as Turn.Lost, one of the
+// caller's own included: a run that is not under way although the record
+// says it is, because its end (or its beginning) was never seen recorded,
+// is picked up on a later pass rather than never.
+func (r *Record) TurnOf(node, running string) Turn {
 	p, a := r.plan(), r.Agents
 	if a == nil || p.Over(r.State) || p.Abort != nil && (r.State == p.Abort.Name || r.State == p.Abort.Failed) {
 		return Turn{}
@@ -60,16 +70,17 @@ func (r *Record) TurnOf(node, self string) Turn {
 	step := p.StepOf(r.State)
 	switch {
 	case step != nil && r.State == step.Name && step.Work == WorkKubelets:
-		return r.kubeletTurn(node, self, a)
+		return r.kubeletTurn(node, running, a)
 	case step != nil && r.State == step.Name:
 		if step.Work != WorkControlPlane || step.Node != node {
 			return Turn{}
 		}
 		// This node's step, in progress: an earlier agent of the node
-		// began it and died, or someone set it by hand.
+		// began it and died, a run of this agent ended unrecorded, or
+		// someone set it by hand.
 		held := r.runnerOf("", string(step.Name))
-		if held != nil && held.ID == self {
-			return Turn{}
+		if held != nil && running != "" && held.ID == running {
+			return Turn{} // under way
 		}
 		if held != nil && !strings.HasPrefix(held.ID, AgentRunnerPrefix(node)) {
 			return Turn{} // a run by hand: its own runner reports
@@ -106,7 +117,7 @@ func (r *Record) TurnOf(node, self string) Turn {
 // node at a time in the plan's order, each after every node before it is
 // done; a failed one waits for upgrade-resume; the last node's agent ends
 // the upgrade.
-func (r *Record) kubeletTurn(node, self string, a *Agents) Turn {
+func (r *Record) kubeletTurn(node, running string, a *Agents) Turn {
 	p := r.plan()
 	ks := p.KubeletStep()
 	if ks == nil {
@@ -122,7 +133,7 @@ func (r *Record) kubeletTurn(node, self string, a *Agents) Turn {
 			return Turn{} // an earlier node's turn: in progress, failed, or not begun
 		case st == ks.Name:
 			held := r.runnerOf(n, string(ks.Name))
-			if held != nil && (held.ID == self || !strings.HasPrefix(held.ID, AgentRunnerPrefix(node))) {
+			if held != nil && ((running != "" && held.ID == running) || !strings.HasPrefix(held.ID, AgentRunnerPrefix(node))) {
 				return Turn{}
 			}
 			return Turn{Kind: TurnKubelet, Host: ks.Name, Lost: held}

@@ -217,6 +217,44 @@ func TestTurnOfTakesOverAnEarlierAgentsStep(t *testing.T) {
 	}
 }
 
+// A run of the node's agent that is no longer under way although the
+// record says it is (its end could not be recorded) is handed back to the
+// same agent as lost, in a control-plane step and in a kubelet's, so that
+// it records the outcome instead of leaving the step in progress for ever;
+// the run under way is left alone.
+func TestTurnOfHandsBackARunNoLongerUnderWay(t *testing.T) {
+	rec, a := agentsUpgrade(t, "kubeadm", "cp-0", "cp-1")
+	self := "agent/cp-0/1"
+	if _, err := rec.BeginRun(at(1), Run{ID: self, Step: "upgrading-control-plane-cp-0", Leases: leases}); err != nil {
+		t.Fatal(err)
+	}
+	if turn := rec.TurnOf("cp-0", ""); turn.Kind != TurnStep || turn.Lost == nil || turn.Lost.ID != self {
+		t.Errorf("control plane, no run under way: %+v", turn)
+	}
+	if turn := rec.TurnOf("cp-0", self); turn.Kind != TurnNone {
+		t.Errorf("control plane, its run under way: %+v", turn)
+	}
+	if turn := rec.TurnOf("cp-1", ""); turn.Kind != TurnNone {
+		t.Errorf("another node: %+v", turn)
+	}
+
+	rec, a = agentsUpgrade(t, "kubeadm", "cp-0", "cp-1")
+	play(t, rec, a, []string{"cp-0", "cp-1"}, map[string]bool{"cp-0/upgrading-kubelet": true})
+	if err := rec.Resumed(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.BeginRun(at(50), Run{ID: self, Step: string(HostUpgradingKubelet), Host: "cp-0", Leases: leases}); err != nil {
+		t.Fatal(err)
+	}
+	a.BeginPhase(at(50), "cp-0", string(HostUpgradingKubelet), "kubelet")
+	if turn := rec.TurnOf("cp-0", ""); turn.Kind != TurnKubelet || turn.Lost == nil || turn.Lost.ID != self {
+		t.Errorf("kubelet, no run under way: %+v", turn)
+	}
+	if turn := rec.TurnOf("cp-0", self); turn.Kind != TurnNone {
+		t.Errorf("kubelet, its run under way: %+v", turn)
+	}
+}
+
 // An upgrade driven by hand is never the agents', nor one over or aborting.
 func TestTurnOfOnlyForTheAgentsUpgrade(t *testing.T) {
 	rec, _ := agentsUpgrade(t, "kubeadm", "cp-0")

@@ -34,7 +34,7 @@ for its whole duration (three of its agent's heartbeats: 30s by default,
 says on the API server's. An agent seen renewing is refused (exit 4):
 stop it first. So is a node not in progress or pending, and, in a rollout,
 one while another node is in progress. Once abandoned, remove the node from
-the cluster (see docs/rollout.md, "A node is gone"), or every later
+the cluster (see docs/rollout.md, "A node is gone: rollout abandon"), or every later
 preflight names its lost agent.
 
 --timeout bounds the whole command, the watch included; without it, the

@@ -28,6 +28,9 @@ whose steps say which are a node's work. It takes --control-plane-nodes in
 the order given, or the nodes labelled node-role.kubernetes.io/control-plane
 sorted by name; either way every control-plane node.
 
+VERSION is a release such as v1.37.2, spelt so: anything else exits 2, a
+pre-release included (the agents' kubeadm upgrade would refuse it).
+
 Nothing is written (exit 4) unless the preflight passes, and a refusal names
 every problem: an upgrade not over, or a rollout active; kubeadm's version
 rules against kubeadm-config's kubernetesVersion (no downgrade, one minor
@@ -39,8 +42,8 @@ stale by the API server's clock is watched that long first), with
 VERSION among the kubeadm versions it publishes; and, with local etcd, every
 node's etcd member healthy as its agent finds it.
 
---wait follows the upgrade until it ends: 0 when every node runs VERSION
-(upgrade-complete); 8 when a node failed and is back on its previous
+--wait follows the upgrade until it ends: 0 when every control-plane node
+runs VERSION (upgrade-complete; worker nodes are not upgraded); 8 when a node failed and is back on its previous
 version; 9 when it failed and was not put back (its rollback failed, or it
 failed past the point where kubeadm-config says VERSION, from where recovery
 is forward), naming the node, the phase and why; 4 when it was aborted or
@@ -123,8 +126,8 @@ func (o *ApplyOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate checks the version and the flags.
 func (o *ApplyOptions) Validate() error {
-	if upgradestate.CheckVersion(o.Version) != nil {
-		return exitcode.Usagef("VERSION must be a Kubernetes version such as v1.37.2, not %q", o.Version)
+	if err := versionArg("VERSION", upgradestate.CheckAgentsVersion(o.Version)); err != nil {
+		return err
 	}
 	for i, n := range o.ControlPlaneNodes {
 		if err := upgradestate.CheckNodeName(n); err != nil {

@@ -38,7 +38,7 @@ func (f *Flags) follow(ctx context.Context, op *operator.Upgrades, ch *operator.
 			rec = last
 		}
 		if werr == nil && human {
-			fmt.Fprintf(f.Out, "upgrade to %s %s: every node runs %s\n", rec.ToVersion, rec.State, rec.ToVersion)
+			fmt.Fprintln(f.Out, completeLine(rec))
 		}
 	}
 	if !human {
@@ -47,6 +47,12 @@ func (f *Flags) follow(ctx context.Context, op *operator.Upgrades, ch *operator.
 		}
 	}
 	return upgradeHint(werr)
+}
+
+// completeLine is the human line of an upgrade the agents completed: the
+// control-plane nodes are theirs, the workers are not.
+func completeLine(rec *upgradestate.Record) string {
+	return fmt.Sprintf("upgrade to %s %s: every control-plane node runs %s", rec.ToVersion, rec.State, rec.ToVersion)
 }
 
 // startedLine is the human line of an upgrade the agents were given.

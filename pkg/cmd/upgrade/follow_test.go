@@ -75,7 +75,7 @@ func TestUpgradeProgress(t *testing.T) {
 	rec.Agents.EndNode("cp-0", upgradestate.NodeRolledBack, "phase control-plane failed")
 	progress(copyOf(t, rec))
 	want := []string{
-		"upgrade to v1.37.2: upgrade-started, 0 of 2 nodes done",
+		"upgrade to v1.37.2: upgrade-started, 0 of 2 control planes and 0 of 2 kubelets done",
 		"upgrade to v1.37.2: upgrading-control-plane-cp-0",
 		"upgrade to v1.37.2: node cp-0 upgrading-control-plane-cp-0, phase preflight: Running",
 		"upgrade to v1.37.2: node cp-0 upgrading-control-plane-cp-0, phase control-plane: Running",
@@ -84,6 +84,24 @@ func TestUpgradeProgress(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, strings.Split(strings.TrimSpace(out.String()), "\n")); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+// TestFollowSaysControlPlane: a complete upgrade, and the help of the
+// command that waits for it, claim the control-plane nodes only: the
+// agents never touch a worker.
+func TestFollowSaysControlPlane(t *testing.T) {
+	rec := agentsUpgrade(t, "cp-0")
+	if _, err := rec.Set(upgradestate.Clock{Now: time.Date(2026, 12, 2, 9, 5, 0, 0, time.UTC), By: "agent"}, upgradestate.Complete, "", true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := completeLine(rec), "upgrade to v1.37.2 upgrade-complete: every control-plane node runs v1.37.2"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	for _, help := range []string{applyLong, resumeLong} {
+		if strings.Contains(help, "every node runs") {
+			t.Errorf("the help claims every node:\n%s", help)
+		}
 	}
 }
 

@@ -96,11 +96,13 @@ func (o *StartOptions) Budget() time.Duration { return o.Retry.Timeout }
 
 // Validate checks the versions and flags.
 func (o *StartOptions) Validate() error {
-	if upgradestate.CheckVersion(o.To) != nil {
-		return exitcode.Usagef("--to must be a Kubernetes version such as v1.37.2, not %q", o.To)
+	if err := versionArg("--to", upgradestate.CheckVersion(o.To)); err != nil {
+		return err
 	}
-	if o.From != "" && upgradestate.CheckVersion(o.From) != nil {
-		return exitcode.Usagef("--from must be a Kubernetes version such as v1.37.2, not %q", o.From)
+	if o.From != "" {
+		if err := versionArg("--from", upgradestate.CheckVersion(o.From)); err != nil {
+			return err
+		}
 	}
 	for _, n := range o.ControlPlaneNodes {
 		if err := upgradestate.CheckNodeName(n); err != nil {
