@@ -101,7 +101,7 @@ func (r *run) checkKubeadm(ctx context.Context, renderer controlplane.Renderer, 
 
 // checkVersions refuses a plan that changes a component's image tag.
 func (r *run) checkVersions(plan *controlplane.Plan) error {
-	if r.req.AllowVersionChange {
+	if r.req.AllowVersionChange || r.req.AllowImageChange {
 		return nil
 	}
 	if changes := plan.ImageChanges(); len(changes) > 0 {
