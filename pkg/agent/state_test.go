@@ -99,7 +99,7 @@ func TestStateRendersOnlyWithTheDocumentsRelease(t *testing.T) {
 			if st.InSync != tc.wantInSync || !cmp.Equal(tc.wantDiffers, st.Differs) {
 				t.Errorf("in sync %v, differs %v; want %v, %v", st.InSync, st.Differs, tc.wantInSync, tc.wantDiffers)
 			}
-			if c := nodestate.OutOfDate("cp-0", &st, nil); c.Status != tc.wantStatus {
+			if c := nodestate.OutOfDate("cp-0", &st, nil, nil); c.Status != tc.wantStatus {
 				t.Errorf("the condition is %s (%s: %s), want %s", c.Status, c.Reason, c.Message, tc.wantStatus)
 			}
 			calls, _ := os.ReadFile(filepath.Join(filepath.Dir(kubeadm), "calls"))
