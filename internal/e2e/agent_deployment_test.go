@@ -257,9 +257,10 @@ func othersLeaseRefused(t *testing.T, d *docCluster, who string, c kubernetes.In
 }
 
 // heartbeatRights (review S1): c, an agent identity of node own, may hold
-// an upgrade step's heartbeat Lease as its own node's agent alone, and may
-// neither renew, take over nor delete the heartbeat other's agent holds,
-// nor create one in other's agent's name.
+// an upgrade step's heartbeat Lease in its own node's name alone: it may
+// neither renew nor delete the heartbeat other's agent holds, nor create
+// one in other's agent's name. It may take a slot over in its own name,
+// as it takes over one a killed runner left behind.
 func heartbeatRights(t *testing.T, d *docCluster, who string, c kubernetes.Interface, own, other string) {
 	t.Helper()
 	ctx := context.Background()
@@ -274,18 +275,23 @@ func heartbeatRights(t *testing.T, d *docCluster, who string, c kubernetes.Inter
 		t.Fatal(err)
 	}
 	defer func() { _ = admin.Delete(ctx, theirs.Name, metav1.DeleteOptions{}) }()
-	refusal := "the agent of node " + own + " may not change heartbeat Lease " + theirs.Name + ", held by agent/" + other + "/1-aaaa"
 	_, err = leases.Update(ctx, theirs, metav1.UpdateOptions{})
-	wantRefused(t, who+" renews "+other+"'s heartbeat", err, refusal)
-	taken := theirs.DeepCopy()
-	mine := "agent/" + own + "/2-bbbb"
-	taken.Spec.HolderIdentity = &mine
-	_, err = leases.Update(ctx, taken, metav1.UpdateOptions{})
-	wantRefused(t, who+" takes "+other+"'s heartbeat over", err, refusal)
+	wantRefused(t, who+" renews "+other+"'s heartbeat", err,
+		"the agent of node "+own+" may hold heartbeat Lease "+theirs.Name+" only as itself (agent/"+own+"/...), not as agent/"+other+"/1-aaaa")
 	err = leases.Delete(ctx, theirs.Name, metav1.DeleteOptions{})
-	wantRefused(t, who+" deletes "+other+"'s heartbeat", err, refusal)
+	wantRefused(t, who+" deletes "+other+"'s heartbeat", err,
+		"the agent of node "+own+" may not delete heartbeat Lease "+theirs.Name+", held by agent/"+other+"/1-aaaa")
 	_, err = leases.Create(ctx, heartbeat(1, "agent/"+other+"/3-cccc"), metav1.CreateOptions{})
-	wantRefused(t, who+" creates a heartbeat in "+other+"'s name", err, "may hold heartbeat Lease "+engine.HeartbeatName("kubeadmcfg-upgrade", 1)+" only as itself")
+	wantRefused(t, who+" creates a heartbeat in "+other+"'s name", err,
+		"may hold heartbeat Lease "+engine.HeartbeatName("kubeadmcfg-upgrade", 1)+" only as itself")
+	mine := "agent/" + own + "/2-bbbb"
+	taken := theirs.DeepCopy()
+	taken.Spec.HolderIdentity = &mine
+	if taken, err = leases.Update(ctx, taken, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("%s cannot take a slot over in its own name: %v", who, err)
+	} else if err := leases.Delete(ctx, taken.Name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("%s cannot delete the slot it took over: %v", who, err)
+	}
 	l, err := leases.Create(ctx, heartbeat(1, mine), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("%s cannot create its own heartbeat: %v", who, err)
