@@ -17,10 +17,14 @@
 #
 #   --node NAME          the node's name (default: the hostname, lowercased,
 #                        as kubeadm and the agent take it)
-#   --renew-before DAYS  write a new kubeconfig only when there is none, or
-#                        its certificate expires within DAYS days; kubeadm
-#                        signs for a year, and `kubeadm certs renew` and
-#                        `kubeadm upgrade` do not renew this certificate
+#   --renew-before DAYS  write a new kubeconfig only when there is none, its
+#                        certificate expires within DAYS days, it no longer
+#                        verifies against the cluster's CA
+#                        (/etc/kubernetes/pki/ca.crt: the CA was rotated), or
+#                        its server is not the one kubeadm now writes (the
+#                        controlPlaneEndpoint changed); kubeadm signs for a
+#                        year, and `kubeadm certs renew` and `kubeadm upgrade`
+#                        do not renew this certificate
 #   --restart UNIT       after writing, restart UNIT if it runs (the agent
 #                        reads its kubeconfig when it starts); while a node's
 #                        turn or upgrade step, or a reconfigure by hand, holds
@@ -75,23 +79,20 @@ certificate() {
 	sed -n 's/^ *client-certificate-data: *//p' "$1" | base64 -d
 }
 
+# why says why the kubeconfig is written anew ("" while the old one may be
+# kept, which its server, known once kubeadm has written the new one, may
+# still change).
+why=""
+keep=""
 if [[ -n "${renew}" && -s "${out}" ]]; then
-	if certificate "${out}" | openssl x509 -noout -checkend $((renew * 86400)) >/dev/null 2>&1; then
-		until="$(certificate "${out}" | openssl x509 -noout -enddate | cut -d= -f2)"
-		echo "${me}: ${out} is valid until ${until}, more than ${renew} days: not renewed"
-		exit 0
-	fi
-fi
-
-if [[ -n "${restart}" ]]; then
-	# The lock a turn, an upgrade step and reconfigure hold on the
-	# manifests directory (pkg/controlplane), held until this script exits,
-	# so that none starts while the agent restarts.
-	lock="${etc}/manifests/.kubeadmcfg-reconfigure.lock"
-	exec 9>>"${lock}" || fail "cannot open ${lock}"
-	if ! flock --nonblock 9; then
-		echo "${me}: a turn, an upgrade step or a reconfigure holds ${etc}/manifests: not renewed now, the next run tries again"
-		exit 0
+	ca="${etc}/pki/ca.crt"
+	[[ -r "${ca}" ]] || fail "cannot read the cluster's CA ${ca}"
+	if ! certificate "${out}" | openssl x509 -noout -checkend $((renew * 86400)) >/dev/null 2>&1; then
+		why="its certificate expires within ${renew} days"
+	elif ! certificate "${out}" | openssl verify -CAfile "${ca}" >/dev/null 2>&1; then
+		why="its certificate does not verify against the cluster's CA ${ca} (rotated?)"
+	else
+		keep=1
 	fi
 fi
 
@@ -132,13 +133,39 @@ if ! kubeadm ${rootfs:+--rootfs "${rootfs}"} kubeconfig user --config "${tmp#"${
 	fail "kubeadm kubeconfig user failed: $(tr '\n' ' ' <"${tmp}/kubeadm.err")"
 fi
 server="$(sed -n 's/^ *server: *//p' "${tmp}/agent.conf")"
-until="$(certificate "${tmp}/agent.conf" | openssl x509 -noout -enddate | cut -d= -f2)"
-cp "${tmp}/agent.conf" "${out}.new"
-mv -f "${out}.new" "${out}"
+if [[ -n "${keep}" ]]; then
+	old="$(sed -n 's/^ *server: *//p' "${out}")"
+	if [[ "${old}" == "${server}" ]]; then
+		until="$(certificate "${out}" | openssl x509 -noout -enddate | cut -d= -f2)"
+		echo "${me}: ${out} names ${server} and verifies against the cluster's CA, valid until ${until}, more than ${renew} days: not renewed"
+		exit 0
+	fi
+	why="it names ${old:-no server}, not ${server}"
+fi
 
 if [[ -n "${restart}" ]]; then
-	systemctl try-restart "${restart}" || fail "wrote ${out}, but cannot restart ${restart}"
-	echo "${me}: wrote ${out} for kubeadmcfg-agent:${node} (server ${server}, valid until ${until}) and restarted ${restart}"
+	# The lock a turn, an upgrade step and reconfigure hold on the
+	# manifests directory (pkg/controlplane), held until this script exits,
+	# so that none starts while the agent restarts.
+	lock="${etc}/manifests/.kubeadmcfg-reconfigure.lock"
+	exec 9>>"${lock}" || fail "cannot open ${lock}"
+	if ! flock --nonblock 9; then
+		echo "${me}: a turn, an upgrade step or a reconfigure holds ${etc}/manifests: not renewed now, the next run tries again"
+		exit 0
+	fi
+fi
+
+until="$(certificate "${tmp}/agent.conf" | openssl x509 -noout -enddate | cut -d= -f2)"
+# A .new left by an interrupted run may have any mode, or be a link: the
+# new file is made afresh, 0600 (it holds the private key).
+rm -f "${out}.new"
+install -m 0600 "${tmp}/agent.conf" "${out}.new"
+mv -f "${out}.new" "${out}"
+
+what="wrote ${out} for kubeadmcfg-agent:${node} (server ${server}, valid until ${until}${why:+; the old one: ${why}})"
+if [[ -n "${restart}" ]]; then
+	systemctl try-restart "${restart}" || fail "${what}, but cannot restart ${restart}"
+	echo "${me}: ${what} and restarted ${restart}"
 else
-	echo "${me}: wrote ${out} for kubeadmcfg-agent:${node} (server ${server}, valid until ${until})"
+	echo "${me}: ${what}"
 fi

@@ -256,6 +256,54 @@ func othersLeaseRefused(t *testing.T, d *docCluster, who string, c kubernetes.In
 	wantRefused(t, who+" deletes "+name, err, changeRefusal)
 }
 
+// heartbeatRights (review S1): c, an agent identity of node own, may hold
+// an upgrade step's heartbeat Lease in its own node's name alone: it may
+// neither renew nor delete the heartbeat other's agent holds, nor create
+// one in other's agent's name. It may take a slot over in its own name,
+// as it takes over one a killed runner left behind.
+func heartbeatRights(t *testing.T, d *docCluster, who string, c kubernetes.Interface, own, other string) {
+	t.Helper()
+	ctx := context.Background()
+	heartbeat := func(slot int, holder string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: engine.HeartbeatName("kubeadmcfg-upgrade", slot), Namespace: "kube-system"},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+	}
+	leases := c.CoordinationV1().Leases("kube-system")
+	admin := d.client.CoordinationV1().Leases("kube-system")
+	theirs, err := admin.Create(ctx, heartbeat(0, "agent/"+other+"/1-aaaa"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = admin.Delete(ctx, theirs.Name, metav1.DeleteOptions{}) }()
+	_, err = leases.Update(ctx, theirs, metav1.UpdateOptions{})
+	wantRefused(t, who+" renews "+other+"'s heartbeat", err,
+		"the agent of node "+own+" may hold heartbeat Lease "+theirs.Name+" only as itself (agent/"+own+"/...), not as agent/"+other+"/1-aaaa")
+	err = leases.Delete(ctx, theirs.Name, metav1.DeleteOptions{})
+	wantRefused(t, who+" deletes "+other+"'s heartbeat", err,
+		"the agent of node "+own+" may not delete heartbeat Lease "+theirs.Name+", held by agent/"+other+"/1-aaaa")
+	_, err = leases.Create(ctx, heartbeat(1, "agent/"+other+"/3-cccc"), metav1.CreateOptions{})
+	wantRefused(t, who+" creates a heartbeat in "+other+"'s name", err,
+		"may hold heartbeat Lease "+engine.HeartbeatName("kubeadmcfg-upgrade", 1)+" only as itself")
+	mine := "agent/" + own + "/2-bbbb"
+	taken := theirs.DeepCopy()
+	taken.Spec.HolderIdentity = &mine
+	if taken, err = leases.Update(ctx, taken, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("%s cannot take a slot over in its own name: %v", who, err)
+	} else if err := leases.Delete(ctx, taken.Name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("%s cannot delete the slot it took over: %v", who, err)
+	}
+	l, err := leases.Create(ctx, heartbeat(1, mine), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("%s cannot create its own heartbeat: %v", who, err)
+	}
+	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("%s cannot renew its own heartbeat: %v", who, err)
+	}
+	if err := leases.Delete(ctx, l.Name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("%s cannot delete its own heartbeat: %v", who, err)
+	}
+}
+
 // patchCondition sets a test condition on node's status as c, as an agent
 // sets its own (engine.SetNodeCondition).
 func patchCondition(c kubernetes.Interface, node string) error {
@@ -285,6 +333,7 @@ func docRights(t *testing.T, d *docCluster) {
 		`User "kubeadmcfg-agent:cp-1" cannot`)
 	ownLeaseWorks(t, "kubeadmcfg-agent:cp-1", cp1, "cp-1")
 	nodeStatusRights(t, "kubeadmcfg-agent:cp-1", cp1, "cp-1", "cp-0", `User "kubeadmcfg-agent:cp-1" cannot patch resource "nodes/status"`)
+	heartbeatRights(t, d, "kubeadmcfg-agent:cp-1", cp1, "cp-1", "cp-0")
 
 	// The DaemonSet's identity: tokens of its ServiceAccount bound to a Pod
 	// on each node, as the kubelet gets them for the DaemonSet's Pods (no
@@ -332,6 +381,7 @@ func docRights(t *testing.T, d *docCluster) {
 	ownLeaseWorks(t, "the ServiceAccount on cp-1", sa, "cp-1")
 	ownLeaseWorks(t, "the ServiceAccount on cp-0", withToken(tokens["cp-0"]), "cp-0")
 	nodeStatusRights(t, "the ServiceAccount on cp-1", sa, "cp-1", "cp-0", "the agent of node cp-1 may not change the status of node cp-0, only its own")
+	heartbeatRights(t, d, "the ServiceAccount on cp-1", sa, "cp-1", "cp-0")
 	_, err = withToken(unbound).CoordinationV1().Leases("kube-system").Create(ctx, leaseFor("cp-1"), metav1.CreateOptions{})
 	wantRefused(t, "a token bound to no Pod", err, "the identity system:serviceaccount:kube-system:kubeadmcfg-agent names no node")
 }

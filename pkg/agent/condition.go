@@ -10,7 +10,9 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
 // The Events an agent records on its Node, one per transition of its
@@ -42,7 +44,7 @@ func (w *conditions) do(ctx context.Context, e *env) time.Duration {
 		// would say it was not found.
 		return 0
 	}
-	w.current = nodestate.OutOfDate(e.cfg.Name, e.nodeState(), lastRollout(e.view.Rollout))
+	w.current = nodestate.OutOfDate(e.cfg.Name, e.nodeState(), lastRollout(e.view.Rollout), upgradeInProgress(e.view.Upgrade))
 	if !e.holds() {
 		return w.backoff(e)
 	}
@@ -159,4 +161,19 @@ func lastRollout(cm *corev1.ConfigMap) *rollout.Status {
 		return nil
 	}
 	return r.Status
+}
+
+// upgradeInProgress is the upgrade the upgrade record cm says is in
+// progress (reconfigure.UpgradeInProgress: from its start until complete
+// or aborted), nil when none is, or the record cannot be read (the rollout
+// work reports a damaged record).
+func upgradeInProgress(cm *corev1.ConfigMap) *nodestate.Upgrade {
+	if cm == nil {
+		return nil
+	}
+	rec, ok, err := upgrade.FromConfigMap(cm)
+	if err != nil || !ok || !reconfigure.UpgradeInProgress(rec) {
+		return nil
+	}
+	return &nodestate.Upgrade{From: rec.FromVersion, To: rec.ToVersion, State: string(rec.State)}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/rollout/rollouttest"
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/upgrade"
 )
 
 // nodeWrites counts the writes of nodes/status and lists the Events
@@ -161,5 +162,68 @@ func TestAgentWaitsForKubeadmConfig(t *testing.T) {
 	a.pass(ctx)
 	if a.state.last == nil || logged.count("NodeState") != 1 {
 		t.Errorf("once kubeadm-config was read: state %+v, logged %v", a.state.last, logged.all())
+	}
+}
+
+// upgradeView is the upgrade record from v1.36.3 to v1.37.2 in state s,
+// as the agent's view holds it.
+func upgradeView(t *testing.T, s upgrade.State) *corev1.ConfigMap {
+	t.Helper()
+	clock := upgrade.Clock{Now: rollouttest.TS(50), By: "t"}
+	rec, err := upgrade.Start(nil, nil, clock, "v1.36.3", "v1.37.2", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.Set(clock, s, "", true, ""); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: upgrade.DefaultConfigMap, Annotations: map[string]string{}}}
+	if err := rec.Encode(cm.Annotations); err != nil {
+		t.Fatal(err)
+	}
+	return cm
+}
+
+// Review A4: a node not yet upgraded differs from the live document once
+// the first node wrote the target release into it. While the upgrade
+// record says an upgrade is in progress (a failed step included) the
+// condition is Unknown (UpgradeInProgress), with no Warning Event and no
+// status true for the alert; once the upgrade is complete, a node that
+// still differs is out of date, with its Event.
+func TestAgentConditionDuringAnUpgrade(t *testing.T) {
+	a, client, _ := testAgent(t, nil, rollouttest.DocV1)
+	ctx := context.Background()
+	if _, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp-0", UID: "n0"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hold(t, a)
+	a.configSeen = true
+	a.state.last = &nodestate.State{Differs: []string{"kube-apiserver", "etcd"}, LiveHash: "sha256:a", LiveResourceVersion: "9"}
+	type want struct {
+		status corev1.ConditionStatus
+		reason string
+		events []string
+	}
+	for _, s := range []struct {
+		name  string
+		state upgrade.State
+		want  want
+	}{
+		{"another node's step", upgrade.UpgradingFirstMaster, want{corev1.ConditionUnknown, nodestate.ReasonUpgradeInProgress, nil}},
+		{"a step failed", upgrade.UpgradingFirstMasterFailed, want{corev1.ConditionUnknown, nodestate.ReasonUpgradeInProgress, nil}},
+		{"complete, still differing", upgrade.Complete, want{corev1.ConditionTrue, nodestate.ReasonComponentsDiffer, []string{"Warning " + EventOutOfDate}}},
+	} {
+		a.view.Upgrade = upgradeView(t, s.state)
+		if again := a.condition.do(ctx, a.env()); again != 0 {
+			t.Fatalf("%s: the work asks to look again in %s: a write failed", s.name, again)
+		}
+		c := nodeCondition(t, client)
+		_, events := nodeWrites(t, client)
+		if diff := cmp.Diff(s.want, want{c.Status, c.Reason, events}, cmp.AllowUnexported(want{})); diff != "" {
+			t.Errorf("%s (-want +got)\n%s", s.name, diff)
+		}
+		if got := a.condition.current.Status; got != s.want.status {
+			t.Errorf("%s: the metrics would show status %s", s.name, got)
+		}
 	}
 }

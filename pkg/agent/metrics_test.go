@@ -63,7 +63,7 @@ func TestAgentMetrics(t *testing.T) {
 	r := rollouttest.Started(t, rollouttest.Spec())
 	rollouttest.Turn(t, r, 10, "cp-0", rollout.NodeRolledBack)
 	a.view.Rollout = rollouttest.ConfigMap(t, r)
-	a.condition.current = nodestate.OutOfDate("cp-0", a.state.last, r.Status)
+	a.condition.current = nodestate.OutOfDate("cp-0", a.state.last, r.Status, nil)
 	up, err := upgrade.Start(nil, nil, upgrade.Clock{Now: time.Now(), By: "t"}, "v1.37.2", "v1.37.3", "")
 	if err != nil {
 		t.Fatal(err)

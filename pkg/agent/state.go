@@ -2,11 +2,14 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/controlplane"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/exitcode"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/nodestate"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/reconfigure"
@@ -97,13 +100,17 @@ func (w *states) find(ctx context.Context, e *env) (st nodestate.State) {
 		return st
 	}
 	st.LiveHash, st.LiveResourceVersion = rollout.Hash([]byte(doc)), live.ResourceVersion
-	rep, err := reconfigure.Run(ctx, e.nodeFor([]byte(doc)), reconfigure.Request{
+	node := e.nodeFor([]byte(doc))
+	rep, err := reconfigure.Run(ctx, node, reconfigure.Request{
 		Source: reconfigure.Source{Pinned: live}, DryRun: true,
-		// Only a comparison: what differs is the answer, whatever it is.
-		AllowVersionChange: true, AllowDuringUpgrade: true,
+		// Only a comparison: what differs is the answer, whatever it is,
+		// an image tag included. But a kubeadm of another minor release
+		// renders that release's defaults (its etcd, its flags), not what
+		// the node should run: no verdict from it.
+		AllowImageChange: true, AllowDuringUpgrade: true,
 	})
 	if err != nil {
-		st.Error = exitcode.Message(err)
+		st.Error = stateError(node.Kubeadm, err)
 		return st
 	}
 	st.Differs = []string{}
@@ -118,4 +125,17 @@ func (w *states) find(ctx context.Context, e *env) (st nodestate.State) {
 		st.Differs = nil
 	}
 	return st
+}
+
+// stateError says why the node's state cannot be found. A kubeadm of
+// another minor release than the document's kubernetesVersion (the new
+// release's, installed before the upgrade as kubeadm's own procedure has
+// it) is named with its path and release, and what would give a verdict.
+func stateError(kubeadm string, err error) string {
+	var release *controlplane.KubeadmReleaseError
+	if errors.As(err, &release) && !release.NoRelease {
+		return fmt.Sprintf("the node's kubeadm %s is %s, of another minor release than kubernetesVersion %s: it renders its own release's manifests, not what the node should run; no verdict until the agent has a kubeadm of the document's release",
+			kubeadm, release.Kubeadm, release.KubernetesVersion)
+	}
+	return exitcode.Message(err)
 }

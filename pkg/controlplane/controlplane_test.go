@@ -108,7 +108,8 @@ func TestParseMinor(t *testing.T) {
 	for v, want := range map[string]string{
 		"v1.37.2":         "",
 		"v1.38.0-alpha.1": "",
-		"v1.36.3":         "kubeadm 1.36 is not known to render into KUBEADM_INIT_DRYRUN_DIR (without it a dry run writes under /etc/kubernetes/tmp); reconfigure needs 1.37 or later",
+		"v1.36.3":         "",
+		"v1.35.9":         "kubeadm 1.35 is not known to render into KUBEADM_INIT_DRYRUN_DIR (without it a dry run writes under /etc/kubernetes/tmp); reconfigure needs 1.36 or later",
 		"v2.0.0":          "want a kubeadm 1.x release",
 		"garbage":         "want a kubeadm 1.x release",
 	} {

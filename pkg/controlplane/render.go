@@ -17,8 +17,8 @@ import (
 // Renderer renders static Pod manifests with the real kubeadm, never by
 // hand: `kubeadm init phase control-plane COMPONENT --config FILE --dry-run`
 // (`kubeadm init phase etcd local` for Etcd) with KUBEADM_INIT_DRYRUN_DIR
-// set to a private temporary directory, where kubeadm 1.37 writes the
-// manifests it would install. kubeadm writes nothing else, and nothing under
+// set to a private temporary directory, where kubeadm (1.36 and 1.37 are
+// known to) writes the manifests it would install. kubeadm writes nothing else, and nothing under
 // /etc/kubernetes.
 type Renderer struct {
 	// Kubeadm is the kubeadm binary: a path, or a name looked up in PATH.
@@ -34,8 +34,8 @@ func (r Renderer) Render(ctx context.Context, configFile []byte, components []Co
 		return nil, fmt.Errorf("cannot run kubeadm: %w", err)
 	}
 	// Without KUBEADM_INIT_DRYRUN_DIR a dry run writes under
-	// /etc/kubernetes/tmp, and 1.37 is the release known to honour it:
-	// refuse an older kubeadm before it runs.
+	// /etc/kubernetes/tmp, and 1.36 is the oldest release known to honour
+	// it: refuse an older kubeadm before it runs.
 	if _, err := kubeadmVersion(ctx, bin); err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (r Renderer) Render(ctx context.Context, configFile []byte, components []Co
 			return nil, fmt.Errorf("kubeadm rendered a %s manifest %w", c.PodName(), input.ErrTooLarge)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("kubeadm rendered no %s manifest (is it 1.37 or later, which honours KUBEADM_INIT_DRYRUN_DIR?): %w", c.PodName(), err)
+			return nil, fmt.Errorf("kubeadm rendered no %s manifest (is it 1.%d or later, which honours KUBEADM_INIT_DRYRUN_DIR?): %w", c.PodName(), MinKubeadmMinor, err)
 		}
 		out[c] = data
 	}
@@ -77,12 +77,16 @@ func (r Renderer) Render(ctx context.Context, configFile []byte, components []Co
 // end: kubeadm says why it failed last, after its progress lines.
 const maxKubeadmOutput = 1 << 20
 
-// MinKubeadmMinor is the oldest kubeadm 1.x that renders into
-// KUBEADM_INIT_DRYRUN_DIR.
-const MinKubeadmMinor = 37
+// MinKubeadmMinor is the oldest kubeadm 1.x known to render into
+// KUBEADM_INIT_DRYRUN_DIR. kubeadm 1.36 does as 1.37 does (its init reads
+// the variable in constants.GetDryRunDir, and its control-plane and etcd
+// phases write their manifests to that directory on a dry run); with 1.36
+// renders, the agents give a verdict on a cluster before its upgrade to
+// 1.37. An older release is not known to.
+const MinKubeadmMinor = 36
 
 // Version is the kubeadm binary's release, as `kubeadm version -o short`
-// reports it (v1.37.2), refused when older than 1.37. reconfigure checks it
+// reports it (v1.37.2), refused when older than 1.36. reconfigure checks it
 // against kubernetesVersion (CheckKubeadmRelease) before it renders.
 func (r Renderer) Version(ctx context.Context) (string, error) {
 	bin, err := proc.LookPath(r.Kubeadm)
@@ -92,7 +96,7 @@ func (r Renderer) Version(ctx context.Context) (string, error) {
 	return kubeadmVersion(ctx, bin)
 }
 
-// kubeadmVersion reads bin's version, refusing a kubeadm older than 1.37.
+// kubeadmVersion reads bin's version, refusing a kubeadm older than 1.36.
 func kubeadmVersion(ctx context.Context, bin string) (string, error) {
 	out, err := proc.Command(bin, "version", "-o", "short").Output(ctx)
 	if err != nil {
@@ -106,7 +110,7 @@ func kubeadmVersion(ctx context.Context, bin string) (string, error) {
 }
 
 // parseMinor reads the minor release of a kubeadm version such as v1.37.2,
-// refusing anything before 1.37.
+// refusing anything before 1.36.
 func parseMinor(v string) (int, error) {
 	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
 	if len(parts) < 2 || parts[0] != "1" {

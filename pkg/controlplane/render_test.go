@@ -69,7 +69,7 @@ exit 1`)
 func TestRenderRefusesAKubeadmItCannotTrust(t *testing.T) {
 	for _, tc := range []struct{ name, version, want string }{
 		{"version fails", "echo boom >&2; exit 2", "cannot tell kubeadm's release: BIN version exited 2: boom"},
-		{"too old", "echo v1.36.3", `BIN reports version "v1.36.3": kubeadm 1.36 is not known to render into KUBEADM_INIT_DRYRUN_DIR`},
+		{"too old", "echo v1.35.9", `BIN reports version "v1.35.9": kubeadm 1.35 is not known to render into KUBEADM_INIT_DRYRUN_DIR`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bin := standIn(t, tc.version, "echo rendered; exit 0")

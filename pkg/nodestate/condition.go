@@ -38,7 +38,24 @@ const (
 	// ReasonAgentStopped (Unknown): the agent was stopped; nothing checks
 	// the node until an agent runs on it again.
 	ReasonAgentStopped = "AgentStopped"
+	// ReasonUpgradeInProgress (Unknown): the node does not run what the
+	// live document renders to while the upgrade record says an upgrade is
+	// in progress. Once the first node has written the target release into
+	// kubeadm-config, every node not yet upgraded renders differently (the
+	// new release's images and flags) until its own step: that is the
+	// upgrade's course, not a node out of date, and it has no verdict
+	// until the upgrade is complete or aborted.
+	ReasonUpgradeInProgress = "UpgradeInProgress"
 )
+
+// Upgrade is an upgrade the upgrade record says is in progress, from its
+// start until it is complete or aborted (a failed step included), as
+// reconfigure refuses to run during one.
+type Upgrade struct {
+	From, To string
+	// State is the record's state.
+	State string
+}
 
 // Condition is the condition's verdict: what the Node shows, without its
 // times, which its writer keeps.
@@ -53,17 +70,20 @@ type Condition struct {
 const maxTurnMessage = 300
 
 // OutOfDate judges whether node is out of date with kubeadm-config, from
-// what its agent found on it (st: nil before it looked) and its last turn in
-// a rollout (last: the record's current or last rollout, nil when none).
+// what its agent found on it (st: nil before it looked), its last turn in
+// a rollout (last: the record's current or last rollout, nil when none)
+// and the upgrade in progress (up: nil when none is).
 //
 // A node found running the live document is in date, whatever its last
 // turn was: a rollout that failed on it is over once the document it
 // carried is no longer live (put back, undone). Otherwise a turn that
 // failed says why the node is out of date: a rollback that failed, always
 // (a component may be down); a turn rolled back, while the rollout's
-// document is the live one. Then the components that differ; and when the
-// agent could not find the node's state, Unknown.
-func OutOfDate(node string, st *State, last *rollout.Status) Condition {
+// document is the live one. Then, during an upgrade, components that
+// differ are no verdict (Unknown, UpgradeInProgress); otherwise they make
+// the node out of date; and when the agent could not find the node's
+// state, Unknown.
+func OutOfDate(node string, st *State, last *rollout.Status, up *Upgrade) Condition {
 	var turn *rollout.Node
 	if last != nil {
 		if e, ok := last.Lookup(node); ok {
@@ -86,6 +106,10 @@ func OutOfDate(node string, st *State, last *rollout.Status) Condition {
 		return Condition{corev1.ConditionTrue, ReasonTurnRolledBack,
 			fmt.Sprintf("node %s's turn in %s %d of %s failed and was rolled back (%s)%s",
 				node, last.Kind, last.ID, live, cut(turn.Message), differing(st))}
+	case known && up != nil:
+		return Condition{corev1.ConditionUnknown, ReasonUpgradeInProgress,
+			fmt.Sprintf("the control plane of node %s does not run %s%s, while an upgrade from %s to %s is in progress (state %s): no verdict until it is complete or aborted",
+				node, live, differing(st), orUnknown(up.From), orUnknown(up.To), up.State)}
 	case !known:
 		why := "its agent has not looked yet"
 		if st != nil {
@@ -127,4 +151,11 @@ func cut(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s + "..."
+}
+
+func orUnknown(v string) string {
+	if v == "" {
+		return "(unknown)"
+	}
+	return v
 }

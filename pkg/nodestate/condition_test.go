@@ -77,7 +77,55 @@ func TestOutOfDate(t *testing.T) {
 				"node cp-0's turn in undo 3 of the live kubeadm-config document (resourceVersion 406) failed and was rolled back (etcd unhealthy): kube-apiserver differs"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, OutOfDate(tc.node, tc.st, tc.last)); diff != "" {
+			if diff := cmp.Diff(tc.want, OutOfDate(tc.node, tc.st, tc.last, nil)); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+// Review A4: once the first node of an upgrade has written the target
+// release into kubeadm-config, every node not yet upgraded renders
+// differently until its own step. While the upgrade record says an upgrade
+// is in progress, that is no verdict (Unknown, UpgradeInProgress, so no
+// Warning Event and no alert); a node in sync is still in sync, a failed
+// rollback still out of date, and a node whose state cannot be found
+// still says why.
+func TestOutOfDateDuringAnUpgrade(t *testing.T) {
+	live := "sha256:" + strings.Repeat("2", 64)
+	differs := &State{Differs: []string{"kube-apiserver", "etcd"}, LiveHash: live, LiveResourceVersion: "406"}
+	inSync := &State{InSync: true, LiveHash: live, LiveResourceVersion: "406"}
+	cannot := &State{Error: "kubeadm failed: exit status 1", LiveHash: live, LiveResourceVersion: "406"}
+	up := &Upgrade{From: "v1.36.3", To: "v1.37.2", State: "upgrading-control-plane-cp-1"}
+	rollbackFailed := &rollout.Status{ID: 2, Kind: rollout.KindRollout, Phase: rollout.Failed, Target: rollout.Ref{Hash: live},
+		Nodes: []rollout.Node{{Name: "cp-2", Phase: rollout.NodeRollbackFailed, Message: "etcd is down"}}}
+	for _, tc := range []struct {
+		name string
+		st   *State
+		last *rollout.Status
+		up   *Upgrade
+		want Condition
+	}{
+		{"not yet upgraded", differs, nil, up,
+			Condition{corev1.ConditionUnknown, ReasonUpgradeInProgress,
+				"the control plane of node cp-2 does not run the live kubeadm-config document (resourceVersion 406): kube-apiserver, etcd differ, while an upgrade from v1.36.3 to v1.37.2 is in progress (state upgrading-control-plane-cp-1): no verdict until it is complete or aborted"}},
+		{"a record without versions", differs, nil, &Upgrade{State: "upgrading-first-master"},
+			Condition{corev1.ConditionUnknown, ReasonUpgradeInProgress,
+				"the control plane of node cp-2 does not run the live kubeadm-config document (resourceVersion 406): kube-apiserver, etcd differ, while an upgrade from (unknown) to (unknown) is in progress (state upgrading-first-master): no verdict until it is complete or aborted"}},
+		{"no upgrade in progress", differs, nil, nil,
+			Condition{corev1.ConditionTrue, ReasonComponentsDiffer,
+				"the control plane of node cp-2 does not run the live kubeadm-config document (resourceVersion 406): kube-apiserver, etcd differ"}},
+		{"upgraded already", inSync, nil, up,
+			Condition{corev1.ConditionFalse, ReasonInSync, "node cp-2 runs the live kubeadm-config document (resourceVersion 406)"}},
+		{"a rollback that failed", differs, rollbackFailed, up,
+			Condition{corev1.ConditionTrue, ReasonRollbackFailed,
+				"node cp-2's turn in rollout 2 failed and so did its rollback (etcd is down): a component may be down: kube-apiserver, etcd differ"}},
+		{"the state cannot be found", cannot, nil, up,
+			Condition{corev1.ConditionUnknown, ReasonStateUnknown,
+				"the agent cannot tell whether node cp-2 runs the live kubeadm-config document (resourceVersion 406): kubeadm failed: exit status 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, OutOfDate("cp-2", tc.st, tc.last, tc.up)); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
 		})
@@ -88,7 +136,7 @@ func TestOutOfDateCutsALongTurnMessage(t *testing.T) {
 	st := &State{Differs: []string{"kube-apiserver"}, LiveHash: "sha256:a"}
 	last := &rollout.Status{ID: 1, Kind: rollout.KindRollout, Target: rollout.Ref{Hash: "sha256:a"},
 		Nodes: []rollout.Node{{Name: "cp-0", Phase: rollout.NodeRolledBack, Message: strings.Repeat("é", 400)}}}
-	got := OutOfDate("cp-0", st, last)
+	got := OutOfDate("cp-0", st, last, nil)
 	if !strings.Contains(got.Message, strings.Repeat("é", maxTurnMessage/2)+"...)") || strings.Contains(got.Message, strings.Repeat("é", maxTurnMessage/2+1)) {
 		t.Errorf("the turn's message is not cut at %d bytes on a rune boundary: %q", maxTurnMessage, got.Message)
 	}

@@ -38,7 +38,7 @@ const (
 	// StageVersion: the render would change versions
 	// (controlplane.VersionChangeError), or kubeadm is of another minor
 	// release than kubernetesVersion (controlplane.KubeadmReleaseError)
-	// (AllowVersionChange).
+	// (AllowVersionChange; AllowImageChange lifts the first alone).
 	StageVersion Stage = "version"
 	// StageEtcd: the node's etcd member may not be changed now: another
 	// member is being changed (EtcdBusyError), the cluster fails the

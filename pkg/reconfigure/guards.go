@@ -57,19 +57,21 @@ func (r *run) checkUpgrade(ctx context.Context, src *source) error {
 		return &StageError{Stage: StageUpgrade, Err: exitcode.New(exitcode.FromError(err),
 			fmt.Errorf("the upgrade record in configmap %s cannot be read: %w", where, err))}
 	}
-	if !ok || !upgradeInProgress(rec) {
+	if !ok || !UpgradeInProgress(rec) {
 		return nil
 	}
 	return &StageError{Stage: StageUpgrade, Err: exitcode.New(exitcode.Conflict,
 		&UpgradeInProgressError{ConfigMap: where, State: rec.State, From: rec.FromVersion, To: rec.ToVersion})}
 }
 
-// upgradeInProgress reports whether an upgrade is under way in rec's state,
+// UpgradeInProgress reports whether an upgrade is under way in rec's state,
 // under its own plan: from its start until its complete state, a step done
 // or failed and the abort branch included. Once complete (the steps after
 // it too, which no longer touch the control plane) or aborted, it is not. A
-// state the plan does not know counts as under way.
-func upgradeInProgress(rec *upgrade.Record) bool {
+// state the plan does not know counts as under way. A reconfiguration is
+// refused while it is; the node agent's condition gives no verdict on a
+// node that differs then (nodestate.ReasonUpgradeInProgress).
+func UpgradeInProgress(rec *upgrade.Record) bool {
 	p := rec.PlanOf()
 	if p.Over(rec.State) {
 		return false
@@ -101,7 +103,7 @@ func (r *run) checkKubeadm(ctx context.Context, renderer controlplane.Renderer, 
 
 // checkVersions refuses a plan that changes a component's image tag.
 func (r *run) checkVersions(plan *controlplane.Plan) error {
-	if r.req.AllowVersionChange {
+	if r.req.AllowVersionChange || r.req.AllowImageChange {
 		return nil
 	}
 	if changes := plan.ImageChanges(); len(changes) > 0 {

@@ -36,6 +36,10 @@ func TestRunOverrides(t *testing.T) {
 		{"kubeadm of another release, allowed", []func(*testNode){func(n *testNode) {
 			n.writeFile(n.out+"/version", "v1.38.0\n", 0o600)
 		}}, func(r *call) { r.AllowVersionChange = true }, "", ""},
+		{"an image change, allowed for a comparison", []func(*testNode){newerTag}, func(r *call) { r.AllowImageChange = true }, "", ""},
+		{"an image change allowed does not allow kubeadm of another release", []func(*testNode){newerTag, func(n *testNode) {
+			n.writeFile(n.out+"/version", "v1.38.0\n", 0o600)
+		}}, func(r *call) { r.AllowImageChange = true }, StageVersion, "kubeadm v1.38.0 is of another minor release than kubernetesVersion v1.37.2"},
 		{"an upgrade in progress, allowed", []func(*testNode){inProgress}, func(r *call) { r.AllowDuringUpgrade = true }, "", ""},
 		{"an upgrade in progress does not allow a version change", []func(*testNode){inProgress, newerTag},
 			func(r *call) { r.AllowDuringUpgrade = true }, StageVersion, "kube-apiserver: image tag v1.37.2 -> v1.37.3"},

@@ -82,6 +82,14 @@ type Request struct {
 	// versions are kubeadm upgrade's to change, with etcd and the kubelet in
 	// their turn, not a reconfiguration's.
 	AllowVersionChange bool
+	// AllowImageChange plans a render that changes a component's image
+	// tag, but still refuses a kubeadm of another minor release than
+	// kubernetesVersion (StageVersion, controlplane.KubeadmReleaseError). A
+	// comparison of the node with the document, such as the node agent's,
+	// takes a changed tag for a difference to report, while what a kubeadm
+	// of another release renders is not what the node should run: compared
+	// with it, a node would differ by that release's defaults alone.
+	AllowImageChange bool
 	// AllowDuringUpgrade runs whatever the upgrade record says, without
 	// reading it. Without it a run stops at StageUpgrade with exit 4
 	// (UpgradeInProgressError) while the record says an upgrade is in

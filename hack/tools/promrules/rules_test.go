@@ -139,6 +139,39 @@ kubeadmcfg_agent_heartbeat_timestamp_seconds{instance="cp-0:10268",node="cp-0"} 
 		// 120s old at 4m, pending from 4m30s, firing 5 minutes later.
 		want: []firing{{10 * time.Minute, "KubeadmcfgAgentDown", "node=cp-0"}},
 	}, {
+		// Review A2: scraped, but it never holds its Lease (another agent
+		// of the node holds it, or RBAC refuses it), so it has no
+		// heartbeat series; it exits after a minute and systemd restarts
+		// it, one failed scrape at 3m. Pending from 0, firing 5 minutes
+		// later; cp-0's agent, holding its Lease, never.
+		name: "an agent that serves metrics but never holds its Lease",
+		series: `
+up{job="kubeadmcfg-agent",instance="cp-0:10268"} 1x12
+up{job="kubeadmcfg-agent",instance="cp-1:10268"} 1x2 0 1x9
+kubeadmcfg_agent_heartbeat_timestamp_seconds{instance="cp-0:10268",node="cp-0"} 0+60x12`,
+		end: 7 * time.Minute,
+		want: []firing{{5 * time.Minute, "KubeadmcfgAgentDown", "instance=cp-1:10268"}, {6 * time.Minute, "KubeadmcfgAgentDown", "instance=cp-1:10268"},
+			{7 * time.Minute, "KubeadmcfgAgentDown", "instance=cp-1:10268"}},
+	}, {
+		// Review A4: during an upgrade the nodes not yet upgraded differ
+		// from the document, which names the target release: no alert
+		// while any agent reports the upgrade waiting, stepping or failed,
+		// even from an agent that says True then; once it is over, a node
+		// still out of date fires 10 minutes later (over at 12m: 22m). The
+		// step that failed from 8m to 11m fires its own alert.
+		name: "a node out of date during an upgrade and after it",
+		series: `
+kubeadmcfg_node_out_of_date{node="cp-2",status="true"} 1x25
+kubeadmcfg_upgrade_phase{instance="cp-0:10268",phase="Waiting"} 1x3 0x22
+kubeadmcfg_upgrade_phase{instance="cp-0:10268",phase="StepInProgress"} 0x3 1x3 0x18
+kubeadmcfg_upgrade_phase{instance="cp-0:10268",phase="StepFailed"} 0x7 1x3 0x14
+kubeadmcfg_upgrade_phase{instance="cp-0:10268",phase="Over"} 0x11 1x14
+kubeadmcfg_upgrade_phase{instance="cp-1:10268",phase="Over"} 0x11 1x14`,
+		end: 23 * time.Minute,
+		want: []firing{{9 * time.Minute, "KubeadmcfgUpgradeStepFailed", ""}, {10 * time.Minute, "KubeadmcfgUpgradeStepFailed", ""},
+			{11 * time.Minute, "KubeadmcfgUpgradeStepFailed", ""},
+			{22 * time.Minute, "KubeadmConfigOutOfDate", "node=cp-2"}, {23 * time.Minute, "KubeadmConfigOutOfDate", "node=cp-2"}},
+	}, {
 		name: "a certificate within 30 days of its expiry, another not",
 		series: `
 kubeadmcfg_agent_certificate_expiry_timestamp_seconds{node="cp-0"} ` + strings.Repeat(ftoa(20*day)+" ", 80) + `

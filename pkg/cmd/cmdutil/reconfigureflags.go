@@ -56,7 +56,7 @@ func (f *ReconfigureFlags) AddFlags(cmd *cobra.Command, help NodeHelp) {
 	AddNodeFlags(cmd, &f.Node, help)
 	fs.StringVar(&f.Node.PatchesDir, "patches", f.Node.PatchesDir, "Directory of kubeadm patches this node's manifests are rendered with")
 	fs.StringVar(&f.ManifestsDir, "manifests-dir", f.ManifestsDir, "The kubelet's static Pod manifests directory")
-	fs.StringVar(&f.Kubeadm, "kubeadm", f.Kubeadm, "The kubeadm binary that renders the manifests (1.37 or later)")
+	fs.StringVar(&f.Kubeadm, "kubeadm", f.Kubeadm, "The kubeadm binary that renders the manifests (1.36 or later)")
 	fs.DurationVar(&f.Wait, "wait", f.Wait, "How long each changed component may take to come up healthy before the rollback (at least 30s)")
 	fs.StringVar(&f.Key, "key", f.Key, "ConfigMap key that holds the ClusterConfiguration")
 	fs.StringVar(&f.StateConfigMap, "state-configmap", f.StateConfigMap, "Name of the ConfigMap that holds the upgrade state (in -n)")
