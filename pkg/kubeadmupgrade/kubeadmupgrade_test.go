@@ -940,7 +940,7 @@ func TestHousekeepingKeepsTheNewestByTime(t *testing.T) {
 	}
 	db := make([]byte, 4096)
 	sum := sha256.Sum256(db)
-	snapshot := append(db, sum[:]...)
+	snapshot := slices.Concat(db, sum[:])
 	byRev := map[int64]string{}
 	for _, w := range []struct {
 		node string

@@ -280,7 +280,7 @@ func TestUpgradePreflightRefusals(t *testing.T) {
 // of its own, before the cluster is read, and nothing is written.
 func TestUpgradePreflightRefusesVersions(t *testing.T) {
 	for version, want := range map[string]string{
-		"v1.37.2 ":      `want a Kubernetes version such as v1.37.2, not "v1.37.2 "`,
+		"v1.37.2" + " ": `want a Kubernetes version such as v1.37.2, not "v1.37.2 "`,
 		"v1.37.2+build": `want a Kubernetes version such as v1.37.2, not "v1.37.2+build": build metadata names no release`,
 		"v1.37.2-rc.0": "v1.37.2-rc.0 is a pre-release, which the agents' kubeadm upgrade refuses (it allows no release candidate or experimental upgrade): " +
 			"upgrade to a release, or drive a pre-release by hand with upgrade-start and upgrade-run",

@@ -223,7 +223,7 @@ func TestTurnOfTakesOverAnEarlierAgentsStep(t *testing.T) {
 // it records the outcome instead of leaving the step in progress for ever;
 // the run under way is left alone.
 func TestTurnOfHandsBackARunNoLongerUnderWay(t *testing.T) {
-	rec, a := agentsUpgrade(t, "kubeadm", "cp-0", "cp-1")
+	rec, _ := agentsUpgrade(t, "kubeadm", "cp-0", "cp-1")
 	self := "agent/cp-0/1"
 	if _, err := rec.BeginRun(at(1), Run{ID: self, Step: "upgrading-control-plane-cp-0", Leases: leases}); err != nil {
 		t.Fatal(err)
@@ -238,7 +238,7 @@ func TestTurnOfHandsBackARunNoLongerUnderWay(t *testing.T) {
 		t.Errorf("another node: %+v", turn)
 	}
 
-	rec, a = agentsUpgrade(t, "kubeadm", "cp-0", "cp-1")
+	rec, a := agentsUpgrade(t, "kubeadm", "cp-0", "cp-1")
 	play(t, rec, a, []string{"cp-0", "cp-1"}, map[string]bool{"cp-0/upgrading-kubelet": true})
 	if err := rec.Resumed(); err != nil {
 		t.Fatal(err)
