@@ -399,7 +399,7 @@ func TestUpgradeApplyWaitExitCodes(t *testing.T) {
 			"fix the cause, then run the step again with 'kubectl kubeadmcfg upgrade-resume --wait', or end the upgrade with 'kubectl kubeadmcfg upgrade-set upgrade-aborting'"}},
 		{name: "rollback failed", move: func(e *env, nodes []string) {
 			e.agentTurn(nodes[0], "control-plane", upgrade.NodeRollbackFailed, "etcd did not come back")
-		}, code: 9, stderr: []string{"and so did its rollback", "etcd did not come back"}},
+		}, code: 9, stderr: []string{"not put back on its previous version, or not wholly", "etcd did not come back"}},
 		{name: "failed past the point of no return", move: func(e *env, nodes []string) {
 			e.agentTurn(nodes[0], "control-plane", upgrade.NodeDone, "")
 			e.agentTurn(nodes[1], "kubelet-config", upgrade.NodeFailed, "write /var/lib/kubelet/config.yaml: no space left on device")

@@ -153,7 +153,7 @@ func (w *upgrades) recordProcess(ctx context.Context, e *env, id string, p proc.
 // Done; RolledBack when it failed and is back on what it ran; Failed when
 // it stays as the failure left it (past the point of no return, or its
 // kubelet), for upgrade-resume; RollbackFailed when it could not be put
-// back.
+// back, or not wholly (its etcd member stays on the new release).
 func stepOutcome(node, step string, req kubeadmupgrade.Request, err error) (outcome, reason string) {
 	var putBack *kubeadmupgrade.PutBackError
 	var failed *kubeadmupgrade.PhaseError
@@ -173,11 +173,13 @@ func stepOutcome(node, step string, req kubeadmupgrade.Request, err error) (outc
 	case errors.As(err, &failed) && failed.Unchanged:
 		why := exitcode.Message(failed.Err) + "; the step changed nothing on the node"
 		return upgradestate.NodeRolledBack, upgradestate.PhaseFailure(node, step, failed.Phase, why, failed.Output)
+	case errors.As(err, &failed) && failed.Back && failed.EtcdKept != "":
+		// Not the node it was: RolledBack (exit 8) would say the cluster is
+		// as it was.
+		why := exitcode.Message(failed.Err) + "; the node's other components are back on " + req.From + ", but " + failed.EtcdKept
+		return upgradestate.NodeRollbackFailed, upgradestate.PhaseFailure(node, step, failed.Phase, why, failed.Output)
 	case errors.As(err, &failed) && failed.Back:
 		why := exitcode.Message(failed.Err) + "; the node is back on " + req.From
-		if failed.EtcdKept != "" {
-			why += ", but " + failed.EtcdKept
-		}
 		return upgradestate.NodeRolledBack, upgradestate.PhaseFailure(node, step, failed.Phase, why, failed.Output)
 	case errors.As(err, &failed):
 		return upgradestate.NodeFailed, upgradestate.PhaseFailure(node, step, failed.Phase, exitcode.Message(failed.Err), failed.Output)

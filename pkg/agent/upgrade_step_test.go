@@ -88,7 +88,7 @@ func TestStepOutcomeSaysWhatWasNotPutBack(t *testing.T) {
 	}
 	outcome, reason = stepOutcome("cp-0", "upgrading-control-plane-cp-0", req, &kubeadmupgrade.PhaseError{Phase: "upload-config", Err: cause, Back: true,
 		EtcdKept: "its etcd member stays on etcd 3.7, not put back to 3.6"})
-	if outcome != upgradestate.NodeRolledBack || !strings.Contains(reason, "back on v1.36.3, but its etcd member stays on etcd 3.7") {
+	if outcome != upgradestate.NodeRollbackFailed || !strings.Contains(reason, "back on v1.36.3, but its etcd member stays on etcd 3.7") {
 		t.Errorf("etcd kept: got %s %q", outcome, reason)
 	}
 }

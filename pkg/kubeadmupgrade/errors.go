@@ -21,7 +21,8 @@ type PhaseError struct {
 	Back, Unchanged bool
 	// EtcdKept, on a node put back, says why its etcd member was not:
 	// it stays on the newer etcd release, whose data the older one may
-	// not read ("" when it was put back too, or not changed).
+	// not read ("" when it was put back too, or not changed). Such a node
+	// is back but for its member: not as it was.
 	EtcdKept string
 }
 

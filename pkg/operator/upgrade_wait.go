@@ -68,7 +68,7 @@ func (e *UpgradeFailedError) Error() string {
 	case upgrade.NodeRolledBack:
 		how = "the node is back on its previous version"
 	case upgrade.NodeRollbackFailed:
-		how = "and so did its rollback: the node is on neither version for sure"
+		how = "and it was not put back on its previous version, or not wholly (recovery is forward)"
 	case upgrade.NodeFailed:
 		how = "past the point where kubeadm-config says " + e.Version + ", so it was not put back (recovery is forward)"
 	default:

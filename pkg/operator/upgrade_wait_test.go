@@ -58,8 +58,8 @@ func TestUpgradeEnded(t *testing.T) {
 			stepFails(t, rec, "cp-1", upgrade.NodeRollbackFailed, "etcd did not come back")
 			return rec
 		}, done: true, code: exitcode.RollbackFailed,
-			want: "the upgrade to v1.37.2 failed at node cp-1 (upgrading-control-plane-cp-1, phase control-plane), and so did its rollback: " +
-				"the node is on neither version for sure: node cp-1: upgrading-control-plane-cp-1: phase control-plane failed: exit status 1; last output: etcd did not come back"},
+			want: "the upgrade to v1.37.2 failed at node cp-1 (upgrading-control-plane-cp-1, phase control-plane), and it was not put back on its previous version, " +
+				"or not wholly (recovery is forward): node cp-1: upgrading-control-plane-cp-1: phase control-plane failed: exit status 1; last output: etcd did not come back"},
 		{name: "failed past the point of no return", move: func(t *testing.T, rec *upgrade.Record) *upgrade.Record {
 			stepDone(t, rec, "cp-0")
 			stepFails(t, rec, "cp-1", upgrade.NodeFailed, "kubelet-config: write /var/lib/kubelet/config.yaml")
