@@ -34,9 +34,16 @@ type states struct {
 // again on this pass.
 func (w *states) changed() { w.stale = true }
 
+// renderGap is the least time between two finds that only a change of
+// kubeadm-config asks for: each runs kubeadm once per component, and a
+// writer that changes the document every second (a script, config
+// management) must not have every control-plane node run kubeadm as
+// often. The node's own change (its turn ended) is found at once.
+const renderGap = 5 * time.Second
+
 // do finds the node's state again when kubeadm-config changed since it was
-// last found, StateResync has passed, or the node changed, and publishes
-// it when it changed.
+// last found (at most once per renderGap), StateResync has passed, or the
+// node changed, and publishes it when it changed.
 func (w *states) do(ctx context.Context, e *env) time.Duration {
 	if !e.configSeen {
 		// Not read yet (another follower's first copy came first): the
@@ -49,6 +56,9 @@ func (w *states) do(ctx context.Context, e *env) time.Duration {
 	}
 	if !w.stale && w.last != nil && rv == w.rv && time.Since(w.at) < e.cfg.StateResync {
 		return 0
+	}
+	if since := time.Since(w.at); !w.stale && w.last != nil && rv != w.rv && since < renderGap {
+		return renderGap - since
 	}
 	st := w.find(ctx, e)
 	w.rv, w.at, w.stale = rv, time.Now(), false

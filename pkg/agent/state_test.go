@@ -109,3 +109,44 @@ func TestStateRendersOnlyWithTheDocumentsRelease(t *testing.T) {
 		})
 	}
 }
+
+// A writer that changes kubeadm-config every second does not have the
+// agent run kubeadm as often: a find that only the document's change asks
+// for waits for renderGap since the last; the node's own change (its
+// turn ended) is found at once.
+func TestStateRendersAtMostOncePerGapForDocumentChanges(t *testing.T) {
+	doc := []byte("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.37.2\n")
+	a, client, _ := testAgent(t, nil, doc)
+	hold(t, a)
+	kubeadm := stateNode(t, a, "v1.37.2", "v1.37.2", "--v=0")
+	a.view.Config, a.configSeen = currentConfig(t, client), true
+	renders := func() int {
+		calls, _ := os.ReadFile(filepath.Join(filepath.Dir(kubeadm), "calls"))
+		return strings.Count(string(calls), "init phase")
+	}
+	written := func(rv string) {
+		cm := a.view.Config.DeepCopy()
+		cm.ResourceVersion = rv
+		a.view.Config = cm
+	}
+	a.state.do(context.Background(), a.env())
+	first := renders()
+	if first == 0 {
+		t.Fatal("the first pass rendered nothing")
+	}
+	written("1001")
+	if again := a.state.do(context.Background(), a.env()); again <= 0 || again > renderGap || renders() != first {
+		t.Errorf("a document change right after a find: %d renders (want %d), again in %v", renders(), first, again)
+	}
+	a.state.changed()
+	a.state.do(context.Background(), a.env())
+	if renders() != 2*first {
+		t.Errorf("the node changed: %d renders, want %d", renders(), 2*first)
+	}
+	written("1002")
+	a.state.at = a.state.at.Add(-renderGap)
+	a.state.do(context.Background(), a.env())
+	if renders() != 3*first {
+		t.Errorf("a document change renderGap after the last find: %d renders, want %d", renders(), 3*first)
+	}
+}
