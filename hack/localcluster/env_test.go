@@ -110,3 +110,39 @@ func TestHelpNamesEveryVariable(t *testing.T) {
 		}
 	}
 }
+
+// The demos run each node's agent with the command line
+// docs/development.md gives ("Running an agent on it"), as their step
+// prints it for node 1.
+func TestDemosRunTheDocumentedAgent(t *testing.T) {
+	guide, err := os.ReadFile("../../docs/development.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(guide), "\n### Running an agent on it\n")
+	if !ok {
+		t.Fatal(`docs/development.md has no "Running an agent on it"`)
+	}
+	block := regexp.MustCompile("(?s)\n```sh\n(.*?)```\n").FindStringSubmatch(section)
+	if block == nil {
+		t.Fatal(`"Running an agent on it" has no sh block`)
+	}
+	documented := block[1]
+	// The agent's step of a demo: a bash string in double quotes.
+	stepRE := regexp.MustCompile(`(?s)\n\tstep "(TMPDIR=.*? &)"\n`)
+	for _, demo := range []string{"../demo-rollout.sh", "../demo-upgrade.sh"} {
+		script, err := os.ReadFile(demo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := stepRE.FindSubmatch(script)
+		if m == nil {
+			t.Errorf("%s starts no agent with a step \"TMPDIR=... &\"", demo)
+			continue
+		}
+		printed := strings.NewReplacer(`${i}`, "1", `${nodes[i]}`, "cp-1", `\"`, `"`, `\$`, `$`, `\\`, `\`).Replace(string(m[1])) + "\n"
+		if printed != documented {
+			t.Errorf("%s runs node 1's agent as\n%s\nnot as docs/development.md says:\n%s", demo, printed, documented)
+		}
+	}
+}
