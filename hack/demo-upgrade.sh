@@ -66,18 +66,18 @@ step 'kubectl kubeadmcfg get -o jsonpath="{.kubernetesVersion}{\"\\n\"}"'
 step 'echo "$LOCALCLUSTER_1_KUBEADM_TEMPLATE"; ls "$LOCALCLUSTER_1_DIR/usr/local/kubernetes"'
 
 echo
-echo "# an agent on every node, with the node flags of an upgrade: its kubeadm of each release"
-echo "# (--kubeadm-template), how its kubelet is installed and restarted, where its kubelet's"
-echo "# configuration and certificates are, and SystemVerification ignored (a node's root has no"
-echo "# /proc or /sys for kubeadm to check). Each logs to $1/agent-NODE.log, and serves its metrics on a"
-echo "# port of its own: the nodes share a loopback, where node I's kubelet answers on 10248+10I"
-echo "# (the agent's default, 10268, is cp-2's)"
+echo "# an agent on every node, with the node flags localcluster run gives (docs/development.md,"
+echo "# \"Running an agent on it\"): its kubeadm of each release (--kubeadm-template), how its kubelet"
+echo "# is installed and restarted, where its kubelet's configuration and certificates are, and"
+echo "# SystemVerification ignored (a node's root has no /proc or /sys for kubeadm to check). Each"
+echo "# logs to $1/agent-NODE.log, and serves its metrics on a port of its own: the nodes share a"
+echo "# loopback, where node I's kubelet answers on 10248+10I (the agent's default, 10268, is cp-2's)"
 for i in "${!nodes[@]}"; do
-	step "TMPDIR=\"\$LOCALCLUSTER_${i}_DIR/tmp\" kubectl kubeadmcfg agent --node-name ${nodes[i]} --manifests-dir \"\$LOCALCLUSTER_${i}_MANIFESTS\" \\
+	step "TMPDIR=\"\$LOCALCLUSTER_${i}_TMPDIR\" kubectl kubeadmcfg agent --node-name ${nodes[i]} --manifests-dir \"\$LOCALCLUSTER_${i}_MANIFESTS\" \\
     --patches \"\$LOCALCLUSTER_${i}_PATCHES\" --backup-dir \"\$LOCALCLUSTER_${i}_DIR/etc/kubernetes/kubeadmcfg/backups\" \\
     --cert-dir \"\$LOCALCLUSTER_${i}_DIR/etc/kubernetes/pki\" --kubeadm-template \"\$LOCALCLUSTER_${i}_KUBEADM_TEMPLATE\" \\
-    --kubelet-restart-command \"\$LOCALCLUSTER_${i}_KUBELET_RESTART\" --kubelet-config \"\$LOCALCLUSTER_${i}_DIR/var/lib/kubelet/config.yaml\" \\
-    --ignore-preflight-errors SystemVerification --metrics-bind-address 127.0.0.1:$((10300 + 10 * i)) 2>agent-${nodes[i]}.log &"
+    --kubelet-restart-command \"\$LOCALCLUSTER_${i}_KUBELET_RESTART\" --kubelet-config \"\$LOCALCLUSTER_${i}_KUBELET_CONFIG\" \\
+    --ignore-preflight-errors \"\$LOCALCLUSTER_IGNORE_PREFLIGHT_ERRORS\" --metrics-bind-address \"\$LOCALCLUSTER_${i}_METRICS_ADDRESS\" 2>agent-${nodes[i]}.log &"
 	agents+=("$!")
 done
 until_ready

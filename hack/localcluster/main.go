@@ -92,9 +92,28 @@
 //	                         kubelet-restart exists, the kubelet restart
 //	                         command exits 1 with the file's content on
 //	                         stderr, installing and restarting nothing
+//	LOCALCLUSTER_<I>_METRICS_ADDRESS  where node I's agent serves its
+//	                         metrics, 127.0.0.1:(10300+10I); give it to the
+//	                         agent as --metrics-bind-address: the nodes share
+//	                         one loopback, where the agent's default,
+//	                         127.0.0.1:10268, is cp-2's kubelet's /healthz
+//	LOCALCLUSTER_<I>_TMPDIR  node I's /tmp, $LOCALCLUSTER_<I>_DIR/tmp, the
+//	                         TMPDIR of node I's agent: the kubeadm of
+//	                         --kubeadm-template runs in node I's root, where
+//	                         it must find the files the agent hands it
+//	LOCALCLUSTER_<I>_KUBELET_CONFIG  node I's kubelet configuration,
+//	                         $LOCALCLUSTER_<I>_DIR/var/lib/kubelet/config.yaml;
+//	                         give it to the agent as --kubelet-config
+//	LOCALCLUSTER_IGNORE_PREFLIGHT_ERRORS  SystemVerification, the kubeadm
+//	                         preflight check to ignore on every node; give it
+//	                         to the agent as --ignore-preflight-errors: it
+//	                         checks the kernel and cgroups, and a node's root
+//	                         has no /proc or /sys to show them
 //
 // for each node I from 0 to N-1. Variables of those names that run itself
-// got are not passed on.
+// got are not passed on. The command line that runs node I's agent with
+// them, for rollouts and upgrades, is in docs/development.md ("Running an
+// agent on it").
 //
 // With --kubernetes-version the control plane starts at another release
 // the harness built (make testbin builds the current one, the default, and

@@ -209,12 +209,14 @@ func commandEnv(environ []string, nodes *testcluster.Nodes) []string {
 	}
 	env = append(env, "KUBECONFIG="+nodes.Kubeconfig, "KUBEADM="+nodes.Release.Kubeadm,
 		"LOCALCLUSTER_NODES="+strings.Join(nodeNames(nodes), " "), "LOCALCLUSTER_ETCD="+string(nodes.Etcd),
-		"LOCALCLUSTER_KUBERNETES_VERSION="+nodes.Release.Version)
+		"LOCALCLUSTER_KUBERNETES_VERSION="+nodes.Release.Version,
+		"LOCALCLUSTER_IGNORE_PREFLIGHT_ERRORS="+testcluster.IgnorePreflightErrors)
 	for i, n := range nodes.Nodes {
 		p := "LOCALCLUSTER_" + strconv.Itoa(i) + "_"
 		env = append(env, p+"DIR="+n.Root, p+"MANIFESTS="+n.ManifestsDir, p+"ADDRESS="+n.Address,
 			p+"BIND_PORT="+strconv.Itoa(int(n.BindPort)), p+"KUBEADM_TEMPLATE="+n.KubeadmTemplate,
-			p+"KUBELET_RESTART="+n.KubeletRestart, p+"KUBELET_HEALTHZ="+n.KubeletHealthz, p+"FAULTS="+n.FaultsDir)
+			p+"KUBELET_RESTART="+n.KubeletRestart, p+"KUBELET_HEALTHZ="+n.KubeletHealthz, p+"FAULTS="+n.FaultsDir,
+			p+"METRICS_ADDRESS="+n.AgentMetricsAddress, p+"TMPDIR="+n.TmpDir, p+"KUBELET_CONFIG="+n.KubeletConfig)
 		if n.PatchesDir != "" {
 			env = append(env, p+"PATCHES="+n.PatchesDir)
 		}

@@ -89,6 +89,19 @@ CMD's variables, I from 0 to N-1:
                               upgrade is refused); while FAULTS/kubelet-restart
                               exists, the kubelet restart command exits 1; the
                               file's content is the error
+  LOCALCLUSTER_<I>_METRICS_ADDRESS  127.0.0.1:(10300+10I), for node I's agent's
+                              --metrics-bind-address: the nodes share one loopback,
+                              where the agent's default, 10268, is cp-2's kubelet's
+  LOCALCLUSTER_<I>_TMPDIR     node I's /tmp, DIR/tmp: node I's agent's TMPDIR, as
+                              the kubeadm of its --kubeadm-template runs in the root
+  LOCALCLUSTER_<I>_KUBELET_CONFIG  DIR/var/lib/kubelet/config.yaml, for the agent's
+                              --kubelet-config
+  LOCALCLUSTER_IGNORE_PREFLIGHT_ERRORS  SystemVerification, for the agent's
+                              --ignore-preflight-errors: a node's root has no /proc
+                              or /sys for kubeadm's check of the kernel and cgroups
+
+docs/development.md ("Running an agent on it") has the command line that runs
+node I's agent with them, for rollouts and upgrades.
 
 Exit codes besides CMD's: 2 bad command line or --dir, 125 the cluster did not
 start (DIR/localcluster.log says why), 126 CMD cannot be started, 127 CMD not

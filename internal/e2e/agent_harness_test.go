@@ -162,16 +162,15 @@ func (c *agentCluster) startAgent(t *testing.T, name string) *agentProcess {
 
 // metricsAddr is where node name's agent serves its metrics in a test: the
 // nodes of a local control plane share their namespace's loopback, so each
-// agent has a port of its own, cp-N's 10300+N, above the ports the local
-// control plane gives its nodes' kubelets, controller managers and
-// schedulers (10248+10N, 10257+10N, 10259+10N: cp-2's kubelet has the
-// agent's default, 10268).
+// agent has a port of its own, cp-N's as `localcluster run` gives it
+// (testcluster.LocalAgentMetricsAddress: cp-2's kubelet has the agent's
+// default, 10268).
 func metricsAddr(name string) string {
 	n, err := strconv.Atoi(strings.TrimPrefix(name, "cp-"))
 	if err != nil || !strings.HasPrefix(name, "cp-") {
 		panic("a local control-plane node is named cp-N, not " + name)
 	}
-	return fmt.Sprintf("127.0.0.1:%d", 10300+n)
+	return testcluster.LocalAgentMetricsAddress(n)
 }
 
 // runAgent starts cmd, an agent of node name, and keeps it until the

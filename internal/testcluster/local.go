@@ -103,10 +103,11 @@ func localNodes(n int, etcd EtcdMode) ([]NodeSpec, error) {
 	specs := make([]NodeSpec, n)
 	for i := range specs {
 		specs[i] = NodeSpec{
-			Name:     "cp-" + strconv.Itoa(i),
-			Address:  localAddress(i),
-			BindPort: int32(6443 + i),
-			Patches:  LocalNodePatches(i, etcd),
+			Name:                "cp-" + strconv.Itoa(i),
+			Address:             localAddress(i),
+			BindPort:            int32(6443 + i),
+			AgentMetricsAddress: LocalAgentMetricsAddress(i),
+			Patches:             LocalNodePatches(i, etcd),
 		}
 	}
 	return specs, nil
@@ -115,6 +116,18 @@ func localNodes(n int, etcd EtcdMode) ([]NodeSpec, error) {
 // localAddress is the advertise address of the local control plane's
 // node i.
 func localAddress(i int) string { return "192.0.2." + strconv.Itoa(11+i) }
+
+// LocalAgentMetricsAddress is where an agent of the local control plane's
+// node i (from 0) serves its metrics: 127.0.0.1:(10300+10i). The nodes
+// share one loopback, where the agent's default, 127.0.0.1:10268, is node
+// 2's kubelet's /healthz (10248+10i); 10300+10i is above every port a
+// node's components take (LocalNodePatches), 10 apart as theirs are.
+func LocalAgentMetricsAddress(i int) string {
+	return "127.0.0.1:" + strconv.Itoa(agentMetricsPort+10*i)
+}
+
+// agentMetricsPort is node 0's agent's metrics port.
+const agentMetricsPort = 10300
 
 // NodePatches are the kubeadm patches of the i-th node (from 0) of a control
 // plane with external etcd whose nodes share one network namespace: node i's

@@ -3,6 +3,7 @@ package testcluster
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"regexp"
 	"slices"
 	"sort"
@@ -27,7 +28,9 @@ func TestLocalNodesRefusesSizes(t *testing.T) {
 }
 
 // The nodes share one network namespace: whatever two of them listen on
-// must differ, or the second node's component never starts.
+// must differ, or the second node's component never starts; and so must
+// the metrics of the agent each node's address gives, on loopback with
+// them (the agent's default, 10268, is cp-2's kubelet's).
 func TestLocalNodesListenApart(t *testing.T) {
 	for _, etcd := range []EtcdMode{EtcdExternal, EtcdStacked} {
 		t.Run(string(etcd), func(t *testing.T) {
@@ -49,6 +52,10 @@ func TestLocalNodesListenApart(t *testing.T) {
 			claim("port 10257", "cp-0/kube-controller-manager")
 			claim("port 10259", "cp-0/kube-scheduler")
 			claim("port 10248", "cp-0/kubelet")
+			if etcd == EtcdExternal {
+				claim("port 2379", "etcd")
+				claim("port 2380", "etcd/peer")
+			}
 			healthz := regexp.MustCompile(`^healthzPort: (\d+)\n$`)
 			for i, s := range specs {
 				if want := "cp-" + strconv.Itoa(i); s.Name != want {
@@ -57,6 +64,16 @@ func TestLocalNodesListenApart(t *testing.T) {
 				claim("name "+s.Name, s.Name)
 				claim("address "+s.Address, s.Name)
 				claim("port "+strconv.Itoa(int(s.BindPort)), s.Name+"/kube-apiserver")
+				if etcd == EtcdStacked {
+					// The member's loopback ports (TestStackedPatchesMoveEtcdApart).
+					claim("port "+strconv.Itoa(2379+10*i), s.Name+"/etcd")
+					claim("port "+strconv.Itoa(2381+10*i), s.Name+"/etcd metrics")
+				}
+				if host, port, err := net.SplitHostPort(s.AgentMetricsAddress); err != nil || host != "127.0.0.1" || port == "0" {
+					t.Errorf("%s: the agent's metrics address %q is not a port on 127.0.0.1", s.Name, s.AgentMetricsAddress)
+				} else {
+					claim("port "+port, s.Name+"/agent metrics")
+				}
 				if i == 0 {
 					for name := range s.Patches {
 						if !strings.HasPrefix(name, "etcd") || etcd != EtcdStacked {

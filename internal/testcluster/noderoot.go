@@ -69,6 +69,14 @@ const (
 	FaultKubeletRestart = "kubelet-restart"
 )
 
+// IgnorePreflightErrors are kubeadm's preflight checks a kubeadm in a
+// node's root must ignore, as its --ignore-preflight-errors takes them:
+// SystemVerification validates the host's kernel configuration and cgroups,
+// which a node's root has no /proc, /sys or /boot to show (it fails on
+// `kubelet --version` first: the node's kubelet is the harness's stand-in,
+// not a program in the root). Every other check runs and passes.
+const IgnorePreflightErrors = "SystemVerification"
+
 // criSocket is kubeadm's default CRI socket, the one the kubelet's
 // instance-config.yaml names, inside the root.
 const criSocket = "var/run/containerd/containerd.sock"
@@ -117,7 +125,8 @@ func (n *Nodes) setUpRoot(ctx context.Context, node *Node, configFile string) er
 			return err
 		}
 	}
-	if err := os.Chmod(filepath.Join(root, "tmp"), 0o777|os.ModeSticky); err != nil {
+	node.TmpDir = filepath.Join(root, "tmp")
+	if err := os.Chmod(node.TmpDir, 0o777|os.ModeSticky); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(root, "dev", "null"), nil, 0o666); err != nil { //nolint:gosec // an empty file standing in for /dev/null
@@ -170,6 +179,7 @@ func (n *Nodes) writeKubeletFiles(ctx context.Context, node *Node, configFile st
 			return err
 		}
 	}
+	node.KubeletConfig = filepath.Join(node.Root, "var", "lib", "kubelet", "config.yaml")
 	cfg, err := readKubeletConfig(node.Root)
 	if err != nil {
 		return err

@@ -49,6 +49,11 @@ type NodeSpec struct {
 	// port. Nodes share one network namespace, so their ports differ.
 	Address  string
 	BindPort int32
+	// AgentMetricsAddress is where an agent of the node serves its metrics
+	// (its --metrics-bind-address): the agent's default may be a port of
+	// another node's component when the nodes share a loopback. The harness
+	// runs no agent; "" leaves the agent's default.
+	AgentMetricsAddress string
 	// Patches are kubeadm patch files (name -> content) the node's manifests
 	// are rendered with.
 	Patches map[string]string
@@ -97,6 +102,11 @@ type Node struct {
 	// KubeadmTemplate, KubeletRestart, FaultsDir and KubeletHealthz are how
 	// kubeadm and a kubelet's upgrade reach the node (noderoot.go).
 	KubeadmTemplate, KubeletRestart, FaultsDir, KubeletHealthz string
+	// TmpDir is the node's /tmp, an agent's TMPDIR on the node: a kubeadm
+	// of KubeadmTemplate runs in the node's root, so the files an agent
+	// hands it must be under the root. KubeletConfig is the node's
+	// /var/lib/kubelet/config.yaml, the agent's --kubelet-config.
+	TmpDir, KubeletConfig string
 
 	cri *nodeProcess // the node's container runtime, nodebox cri
 }
