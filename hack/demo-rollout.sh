@@ -5,8 +5,7 @@
 #
 # on three kubeadm control-plane nodes cp-0..cp-2 with a stacked etcd, in
 # namespaces of their own (nothing in there reaches outside). It starts an
-# agent on every node as a plain process with the node flags (those of an
-# upgrade too, as docs/development.md runs an agent), carries a
+# agent on every node as a plain process with the node flags, carries a
 # change to every node one node at a time, then stops a flag kube-apiserver
 # refuses on the first node and undoes it. The agents stop with the script,
 # and the cluster with localcluster run.
@@ -68,16 +67,13 @@ echo "# three kubeadm control-plane nodes; kubectl reaches them through the load
 step 'kubectl get nodes'
 
 echo
-echo "# an agent on every node, with the node flags localcluster run gives (docs/development.md,"
-echo "# \"Running an agent on it\"), those of reconfigure and of an upgrade; each logs to"
-echo "# $1/agent-NODE.log, and serves its metrics on a port of its own: the nodes share a loopback,"
-echo "# where node I's kubelet answers on 10248+10I (the agent's default, 10268, is cp-2's)"
+echo "# an agent on every node: the plugin with the node's flags, as reconfigure takes them"
+echo "# (docs/development.md, \"Running an agent on it\"); each logs to $1/agent-NODE.log, and serves"
+echo "# its metrics on a port of its own: the nodes share a loopback, where node I's kubelet"
+echo "# answers on 10248+10I (the agent's default, 10268, is cp-2's)"
 for i in "${!nodes[@]}"; do
-	step "TMPDIR=\"\$LOCALCLUSTER_${i}_TMPDIR\" kubectl kubeadmcfg agent --node-name ${nodes[i]} --manifests-dir \"\$LOCALCLUSTER_${i}_MANIFESTS\" \\
-    --patches \"\$LOCALCLUSTER_${i}_PATCHES\" --backup-dir \"\$LOCALCLUSTER_${i}_DIR/etc/kubernetes/kubeadmcfg/backups\" \\
-    --cert-dir \"\$LOCALCLUSTER_${i}_DIR/etc/kubernetes/pki\" --kubeadm-template \"\$LOCALCLUSTER_${i}_KUBEADM_TEMPLATE\" \\
-    --kubelet-restart-command \"\$LOCALCLUSTER_${i}_KUBELET_RESTART\" --kubelet-config \"\$LOCALCLUSTER_${i}_KUBELET_CONFIG\" \\
-    --ignore-preflight-errors \"\$LOCALCLUSTER_IGNORE_PREFLIGHT_ERRORS\" --metrics-bind-address \"\$LOCALCLUSTER_${i}_METRICS_ADDRESS\" 2>agent-${nodes[i]}.log &"
+	step "kubectl kubeadmcfg agent --node-name ${nodes[i]} --manifests-dir \"\$LOCALCLUSTER_${i}_MANIFESTS\" --patches \"\$LOCALCLUSTER_${i}_PATCHES\" \\
+    --backup-dir \"\$LOCALCLUSTER_${i}_DIR/etc/kubernetes/kubeadmcfg/backups\" --metrics-bind-address \"\$LOCALCLUSTER_${i}_METRICS_ADDRESS\" 2>agent-${nodes[i]}.log &"
 	agents+=("$!")
 done
 until_nodes .inSync yes
