@@ -134,7 +134,8 @@ func TestContextEndAfterTheExit(t *testing.T) {
 
 // With Grace, a stop is asked for first: the group gets SIGTERM, which a
 // child may trap to end what it started elsewhere before it exits; one
-// that ignores it is killed once Grace has passed.
+// that ignores it is killed once Grace has passed. (The children wait for
+// their sleeps with wait, which a trapped signal interrupts at once.)
 func TestGraceAsksTheGroupToStopFirst(t *testing.T) {
 	dir := t.TempDir()
 	ready, ended := filepath.Join(dir, "ready"), filepath.Join(dir, "ended")
@@ -143,9 +144,9 @@ func TestGraceAsksTheGroupToStopFirst(t *testing.T) {
 		timeout      bool
 		want         string // what the child wrote when it was told
 	}{
-		{"a timeout", `trap 'echo stopped >` + ended + `; exit 1' TERM; touch ` + ready + `; while :; do sleep 1; done`, true, "stopped\n"},
-		{"the context's end", `trap 'echo stopped >` + ended + `; exit 1' TERM; touch ` + ready + `; while :; do sleep 1; done`, false, "stopped\n"},
-		{"a child that ignores it", `trap '' TERM; touch ` + ready + `; while :; do sleep 1; done`, false, ""},
+		{"a timeout", `trap 'echo stopped >` + ended + `; exit 1' TERM; touch ` + ready + `; while :; do sleep 1 >/dev/null 2>&1 & wait $!; done`, true, "stopped\n"},
+		{"the context's end", `trap 'echo stopped >` + ended + `; exit 1' TERM; touch ` + ready + `; while :; do sleep 1 >/dev/null 2>&1 & wait $!; done`, false, "stopped\n"},
+		{"a child that ignores it", `trap '' TERM; touch ` + ready + `; while :; do sleep 1 >/dev/null 2>&1 & wait $!; done`, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_ = os.Remove(ready)

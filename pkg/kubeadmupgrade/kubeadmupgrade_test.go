@@ -540,11 +540,17 @@ func TestTheGateChecksTheTarget(t *testing.T) {
 // when that file exists (saying so in $dir/kubelet-running), and fails
 // when $dir/kubelet-fails exists. Told to stop (SIGTERM), it records it in
 // $dir/kubelet-stopped, as the drop-in's install script stops its unit.
+// It waits for its sleep with wait, which a trapped signal interrupts: a
+// signal during a foreground command would run the trap only once that
+// command ended.
 const kubeletRestartScript = `echo "$KUBEADMCFG_KUBELET_VERSION" >>"$dir/kubelet"
-trap 'echo stopped >>"$dir/kubelet-stopped"; exit 1' TERM
+sleeping=""
+trap 'echo stopped >>"$dir/kubelet-stopped"; [ -z "$sleeping" ] || kill "$sleeping" 2>/dev/null; exit 1' TERM
 if [ -f "$dir/kubelet-takes" ]; then
+	sleep "$(cat "$dir/kubelet-takes")" >/dev/null 2>&1 &
+	sleeping=$!
 	touch "$dir/kubelet-running"
-	sleep "$(cat "$dir/kubelet-takes")"
+	wait "$sleeping"
 fi
 [ -f "$dir/kubelet-fails" ] && { echo 'no such package' >&2; exit 4; }
 exit 0
@@ -659,7 +665,7 @@ func TestAKubeletRestartGivenUpOnIsToldToStop(t *testing.T) {
 		timeout bool
 		want    string
 	}{
-		{"its bound passes", true, "phase kubelet failed: the kubelet restart command did not finish within 1s"},
+		{"its bound passes", true, "phase kubelet failed: the kubelet restart command did not finish within 2s"},
 		{"the agent is told to stop", false, "phase kubelet failed: the kubelet restart command was interrupted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -670,7 +676,7 @@ func TestAKubeletRestartGivenUpOnIsToldToStop(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if tc.timeout {
-				n.node.Kubelet.RestartTimeout = time.Second
+				n.node.Kubelet.RestartTimeout = 2 * time.Second
 			} else {
 				go func() {
 					for _, err := os.Stat(filepath.Join(n.dir, "kubelet-running")); err != nil; _, err = os.Stat(filepath.Join(n.dir, "kubelet-running")) {
