@@ -2,6 +2,8 @@ package imagecheck
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/proc"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/unitfile"
 	agentcmd "github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/agent"
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/pkg/cmd/cmdutil"
@@ -94,11 +97,16 @@ func addedFlags(t *testing.T, base, got []string) (names []string, problems []st
 // --wait and once more for the etcd lock (reconfigure.PutBack), --wait for
 // the node to run its previous release healthy, and a minute for the
 // record's writes and the housekeeping of kubeadm's backups.
+//
+// A stop in a kubelet step takes less: --stop-grace, the restart command's
+// grace to stop its install (kubeadmupgrade.DefaultKubeletRestartGrace),
+// and a minute for the record.
 func upgradeStopBudget(t *testing.T, argv []string) time.Duration {
 	t.Helper()
 	wait, grace := waitAndGrace(t, argv)
 	components := len(controlplane.Components()) + 1 // and a stacked etcd member
-	return grace + min(wait, time.Minute) + time.Duration(components+1)*wait + wait + time.Minute
+	return max(grace+min(wait, time.Minute)+time.Duration(components+1)*wait+wait+time.Minute,
+		grace+kubeadmupgrade.DefaultKubeletRestartGrace+time.Minute)
 }
 
 // readDropIn reads the base unit with a drop-in.
@@ -181,17 +189,19 @@ func TestUpgradeDropIn(t *testing.T) {
 		t.Errorf("the drop-in makes other paths writable than the DaemonSet's patch mounts read-write (-DaemonSet +unit):\n%s", diff)
 	}
 
-	// The kubelet's install: systemd-run, waited for, with the release in
-	// its environment, running the script the drop-in's header installs.
+	// The kubelet's install: the script the drop-in's header installs, as
+	// a unit of a fixed name (TestKubeletInstallAsAUnit runs it), with a
+	// bound of its own.
 	start, _ := u.Value("Service", "ExecStart")
 	_, argv := unitfile.Command(start)
-	restart, _ := unitfile.Flag(argv, "kubelet-restart-command")
-	words := strings.Fields(restart) // as the agent splits it
+	words := kubeletRestartCommand(t)
 	header := readFile(t, dropInFile)
-	if len(words) == 0 || words[0] != "systemd-run" || !slices.Contains(words, "--wait") ||
-		!slices.Contains(words, "--setenv="+kubeadmupgrade.KubeletVersionEnv) ||
-		!strings.Contains(header, "install -m 0755 deploy/kubeadmcfg-kubelet-install.sh "+words[len(words)-1]+"\n") {
-		t.Errorf("--kubelet-restart-command %q: want systemd-run --wait --setenv=%s of the script the header installs", restart, kubeadmupgrade.KubeletVersionEnv)
+	if len(words) != 3 || !strings.Contains(header, "install -m 0755 deploy/kubeadmcfg-kubelet-install.sh "+words[0]+"\n") ||
+		words[1] != "--unit" || words[2] != kubeletUnit {
+		t.Errorf("--kubelet-restart-command %q: want the script the header installs, with --unit %s", words, kubeletUnit)
+	}
+	if timeout, _ := unitfile.Flag(argv, "kubelet-restart-timeout"); timeout == "" {
+		t.Errorf("no --kubelet-restart-timeout: want the install's bound said where it is seen")
 	}
 
 	// The base's stop budget is short for an upgrade.
@@ -371,6 +381,196 @@ func TestKubeletInstall(t *testing.T) {
 	systemctl(1)
 	if code, _, errOut := install("v1.36.3"); code != 1 || !strings.Contains(errOut, "but systemctl restart kubelet failed") {
 		t.Errorf("a failed restart: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// kubeletUnit is the name of the kubelet install's transient unit.
+const kubeletUnit = "kubeadmcfg-kubelet-install"
+
+// kubeletRestartCommand is the drop-in's --kubelet-restart-command, split
+// as the agent splits it.
+func kubeletRestartCommand(t *testing.T) []string {
+	t.Helper()
+	start, _ := readDropIn(t, dropInFile).Value("Service", "ExecStart")
+	_, argv := unitfile.Command(start)
+	restart, _ := unitfile.Flag(argv, "kubelet-restart-command")
+	return strings.Fields(restart)
+}
+
+// systemdRunStub stands in for systemd-run --unit UNIT --wait: it runs the
+// command as the unit, outside the caller's process group and session, as
+// systemd does (a supervisor in a session of its own runs it in another,
+// and records its pid, then its exit code), with an environment of
+// --setenv alone, and waits for it. It refuses a unit that is loaded
+// ($STUB_DIR/UNIT.state exists), and, killed, leaves the unit running, as
+// the real one does.
+const systemdRunStub = `#!/bin/sh
+echo "systemd-run $*" >>"$STUB_DIR/log"
+unit= setenv=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--unit) unit=$2; shift 2 ;;
+	--setenv=*) setenv=${1#--setenv=}; shift ;;
+	--property=* | --wait | --pipe | --collect | --quiet) shift ;;
+	-*) echo "systemd-run stand-in: unknown option $1" >&2; exit 1 ;;
+	*) break ;;
+	esac
+done
+case "$setenv" in *=*) ;; ?*) setenv="$setenv=$(printenv "$setenv")" ;; esac
+s="$STUB_DIR/$unit"
+if [ -e "$s.state" ]; then
+	echo "Failed to start transient service unit: Unit $unit was already loaded or has a fragment file." >&2
+	exit 1
+fi
+echo active >"$s.state"
+rm -f "$s.exit"
+setsid env -i PATH="$PATH" STUB_DIR="$STUB_DIR" $setenv sh -c 'setsid "$@" & echo $! >"$0.pid"; wait $!; c=$?; rm -f "$0.state"; echo $c >"$0.exit"' "$s" "$@" &
+while [ ! -e "$s.exit" ]; do sleep 0.1; done
+exit "$(cat "$s.exit")"
+`
+
+// systemctlStub stands in for systemctl: is-active and stop of the units
+// systemdRunStub runs (stop ends the unit's process group and waits for
+// it, as systemd ends its cgroup), and restart kubelet, which takes a
+// minute while $STUB_DIR/slow-restart exists.
+const systemctlStub = `#!/bin/sh
+echo "systemctl $*" >>"$STUB_DIR/log"
+s="$STUB_DIR/$2"
+case "$1" in
+is-active)
+	if [ -e "$s.state" ]; then cat "$s.state"; exit 0; fi
+	echo inactive
+	exit 3 ;;
+stop)
+	[ -e "$s.state" ] || { echo "Failed to stop $2: Unit $2 not loaded." >&2; exit 5; }
+	kill -TERM "-$(cat "$s.pid")"
+	i=0
+	while [ -e "$s.state" ]; do
+		i=$((i + 1))
+		[ $i -le 100 ] || { echo "systemctl stand-in: $2 did not stop" >&2; exit 1; }
+		sleep 0.1
+	done ;;
+restart)
+	if [ -e "$STUB_DIR/slow-restart" ]; then sleep 60; fi ;;
+esac
+`
+
+// TestKubeletInstallAsAUnit runs the drop-in's --kubelet-restart-command
+// as the agent runs it (internal/proc, in a process group of its own,
+// SIGTERM first when given up on, with the agent's grace), with stand-ins
+// of systemd-run and systemctl: the install runs as the unit
+// kubeadmcfg-kubelet-install.service, waited for; a second one is refused
+// while the first runs, and starts nothing; the agent's stop makes the
+// script stop the unit before it exits, so that no install goes on
+// unsupervised, and the next one starts.
+func TestKubeletInstallAsAUnit(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("the systemd-run stand-in needs setsid")
+	}
+	root, bin, dir := t.TempDir(), t.TempDir(), t.TempDir()
+	for _, v := range []string{"v1.36.3", "v1.37.2"} {
+		d := filepath.Join(root, "usr", "local", "kubernetes", v, "bin")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "kubelet"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, stub := range map[string]string{"systemd-run": systemdRunStub, "systemctl": systemctlStub} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(stub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script, err := filepath.Abs(kubeletInstall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := kubeletRestartCommand(t)
+	if len(words) == 0 {
+		t.Fatal("the drop-in has no --kubelet-restart-command")
+	}
+	args := append([]string{script}, words[1:]...) // the script the header installs as words[0]
+	args = append(args, "--rootfs", root)
+	start := func(ctx context.Context, version string) (*proc.Process, error) {
+		c := proc.Command(args[0], args[1:]...)
+		c.Environ = []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "STUB_DIR=" + dir}
+		c.Env = []string{kubeadmupgrade.KubeletVersionEnv + "=" + version}
+		c.Grace = kubeadmupgrade.DefaultKubeletRestartGrace
+		return c.Start(ctx)
+	}
+	run := func(version string) error {
+		p, err := start(context.Background(), version)
+		if err != nil {
+			return err
+		}
+		return p.Wait()
+	}
+	log := func() string {
+		data, _ := os.ReadFile(filepath.Join(dir, "log"))
+		return string(data)
+	}
+	link := filepath.Join(root, "usr", "local", "bin", "kubelet")
+	unit := kubeletUnit + ".service"
+	state := filepath.Join(dir, unit+".state")
+
+	if err := run("v1.36.3"); err != nil {
+		t.Fatalf("an install as a unit: %v", err)
+	}
+	if got, _ := os.Readlink(link); got != "/usr/local/kubernetes/v1.36.3/bin/kubelet" {
+		t.Errorf("the link is %q after the install of v1.36.3", got)
+	}
+	if l := log(); !strings.Contains(l, "systemd-run --unit "+unit+" --wait ") || !strings.Contains(l, "systemctl restart kubelet\n") {
+		t.Errorf("the install did not run as %s, waited for, and restart the kubelet:\n%s", unit, l)
+	}
+
+	// An install that takes long, and a second one meanwhile.
+	if err := os.WriteFile(filepath.Join(dir, "slow-restart"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	first, err := start(ctx, "v1.37.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(log(), "systemctl restart kubelet\n") < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second install does not restart the kubelet:\n%s", log())
+		}
+	}
+	err = run("v1.37.2")
+	var re *proc.RunError
+	if !errors.As(err, &re) || re.ExitCode != 1 ||
+		!strings.Contains(re.Tail, "an install started earlier still runs as "+unit+" (active)") {
+		t.Errorf("an install while one runs: %v, want exit 1 saying that one runs", err)
+	}
+	if n := strings.Count(log(), "systemd-run "); n != 2 {
+		t.Errorf("%d installs were started, want 2: a second one started while one ran:\n%s", n, log())
+	}
+
+	// The agent gives up on the first: the script stops its unit.
+	stop()
+	err = first.Wait()
+	if !errors.As(err, &re) || !re.Interrupted || !strings.Contains(re.Tail, "told to stop: "+unit+" is stopped") {
+		t.Errorf("the install given up on: %v, want interrupted, saying the unit is stopped", err)
+	}
+	if !strings.Contains(log(), "systemctl stop "+unit+"\n") {
+		t.Errorf("the script did not stop %s:\n%s", unit, log())
+	}
+	if _, err := os.Stat(state); err == nil {
+		t.Errorf("%s still runs after the agent gave up on it", unit)
+	}
+
+	// Nothing runs now: the next install starts.
+	if err := os.Remove(filepath.Join(dir, "slow-restart")); err != nil {
+		t.Fatal(err)
+	}
+	if err := run("v1.37.2"); err != nil {
+		t.Fatalf("an install after the one stopped: %v", err)
+	}
+	if got, _ := os.Readlink(link); got != "/usr/local/kubernetes/v1.37.2/bin/kubelet" {
+		t.Errorf("the link is %q after the install of v1.37.2", got)
 	}
 }
 

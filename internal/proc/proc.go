@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kubeadmcfg/kubectl-kubeadmcfg/internal/crash"
@@ -53,6 +54,13 @@ type Cmd struct {
 	// Timeout stops the child after it (RunError.TimedOut); 0 leaves it to
 	// the context.
 	Timeout time.Duration
+	// Grace, when set, makes a stop (Timeout, the context's end) a request
+	// first: the process group gets SIGTERM, and SIGKILL only once Grace
+	// has passed with the child still there, so that a child can end what
+	// it started outside its group (a systemd unit) before it exits. 0
+	// kills at once. It also waits Grace longer for a grandchild that
+	// holds the output open.
+	Grace time.Duration
 	// Foreground, when set, is the controlling terminal whose foreground
 	// the child's process group takes while it runs (Unix), so that it can
 	// read it and the terminal's signals (Ctrl-C) reach it directly, not
@@ -105,8 +113,9 @@ var (
 	errStartLost = errors.New("proc: the start panicked")
 )
 
-// Start starts c. The child is stopped (its whole process group killed)
-// when ctx ends or c.Timeout passes. On Linux it gets the parent-death
+// Start starts c. The child is stopped (its whole process group killed,
+// after SIGTERM and c.Grace when Grace is set) when ctx ends or c.Timeout
+// passes. On Linux it gets the parent-death
 // signal: the goroutine that started it keeps its thread until it exits,
 // since the kernel sends the signal when that thread ends. A child that
 // cannot start is a *RunError with NotStarted.
@@ -141,14 +150,26 @@ func (c *Cmd) Start(ctx context.Context) (*Process, error) {
 		stdout = tee(stdout, p.stdout)
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.WaitDelay = 5 * time.Second // a grandchild that keeps the output open cannot hold the caller
+	// A grandchild that keeps the output open cannot hold the caller;
+	// past Grace, exec kills the child itself.
+	cmd.WaitDelay = 5*time.Second + max(c.Grace, 0)
 	supervise(cmd, c.Foreground)
 	kill := cmd.Cancel
 	cmd.Cancel = func() error {
 		p.mu.Lock()
 		p.stopped = context.Cause(p.ctx)
 		p.mu.Unlock()
-		return kill()
+		if c.Grace <= 0 {
+			return kill()
+		}
+		time.AfterFunc(c.Grace, func() {
+			select {
+			case <-p.done: // ended: the group's id may name another group by now
+			default:
+				_ = kill()
+			}
+		})
+		return signalGroup(cmd.Process, syscall.SIGTERM)
 	}
 	p.ecmd = cmd
 

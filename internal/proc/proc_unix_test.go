@@ -5,6 +5,8 @@ package proc
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -127,6 +129,56 @@ func TestContextEndAfterTheExit(t *testing.T) {
 	cancel()
 	if re := runError(t, p.Wait()); re.ExitCode != 3 || re.Interrupted {
 		t.Errorf("%#v, want exit 3", re)
+	}
+}
+
+// With Grace, a stop is asked for first: the group gets SIGTERM, which a
+// child may trap to end what it started elsewhere before it exits; one
+// that ignores it is killed once Grace has passed. (The children wait for
+// their sleeps with wait, which a trapped signal interrupts at once.)
+func TestGraceAsksTheGroupToStopFirst(t *testing.T) {
+	dir := t.TempDir()
+	ready, ended := filepath.Join(dir, "ready"), filepath.Join(dir, "ended")
+	for _, tc := range []struct {
+		name, script string
+		timeout      bool
+		want         string // what the child wrote when it was told
+	}{
+		{"a timeout", `trap 'echo stopped >` + ended + `; exit 1' TERM; touch ` + ready + `; while :; do sleep 1 >/dev/null 2>&1 & wait $!; done`, true, "stopped\n"},
+		{"the context's end", `trap 'echo stopped >` + ended + `; exit 1' TERM; touch ` + ready + `; while :; do sleep 1 >/dev/null 2>&1 & wait $!; done`, false, "stopped\n"},
+		{"a child that ignores it", `trap '' TERM; touch ` + ready + `; while :; do sleep 1 >/dev/null 2>&1 & wait $!; done`, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_ = os.Remove(ready)
+			_ = os.Remove(ended)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c := Command("sh", "-c", tc.script)
+			c.Grace = time.Second
+			if tc.timeout {
+				c.Timeout = time.Second
+			}
+			p, err := c.Start(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.timeout {
+				for _, err := os.Stat(ready); err != nil; _, err = os.Stat(ready) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				cancel()
+			}
+			re := runError(t, p.Wait())
+			if re.TimedOut != tc.timeout || re.Interrupted == tc.timeout {
+				t.Errorf("%#v, want timed out %v, else interrupted", re, tc.timeout)
+			}
+			if got, _ := os.ReadFile(ended); string(got) != tc.want {
+				t.Errorf("the child wrote %q when it was told to stop, want %q", got, tc.want)
+			}
+			if LocalHost().Known() { // Linux
+				waitGroupState(t, p.Identity(), Ended)
+			}
+		})
 	}
 }
 

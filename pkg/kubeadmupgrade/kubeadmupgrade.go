@@ -99,8 +99,9 @@ type Request struct {
 	// forward. Run finds it itself once it writes kubeadm-config.
 	NoReturn bool
 	// Wait is how long each component, and the kubelet, may take to come
-	// up healthy; it is also kubeadm's own upgradeManifests timeout, and
-	// bounds the kubelet's restart command.
+	// up healthy; it is also kubeadm's own upgradeManifests timeout. The
+	// kubelet's restart command has a bound of its own
+	// (Kubelet.RestartTimeout).
 	Wait time.Duration
 	// Phase is called before each phase after StartPhase runs (the caller
 	// records StartPhase as it begins the step): an error stops the step

@@ -535,8 +535,29 @@ func TestTheGateChecksTheTarget(t *testing.T) {
 	}
 }
 
-// kubeletNode adds the kubelet's stand-ins: a restart command that records
-// the release it was asked for, a /healthz, and the Node the API shows.
+// kubeletRestartScript is the kubelet restart command's stand-in. It
+// records the release it was asked for, takes $dir/kubelet-takes seconds
+// when that file exists (saying so in $dir/kubelet-running), and fails
+// when $dir/kubelet-fails exists. Told to stop (SIGTERM), it records it in
+// $dir/kubelet-stopped, as the drop-in's install script stops its unit.
+// It waits for its sleep with wait, which a trapped signal interrupts: a
+// signal during a foreground command would run the trap only once that
+// command ended.
+const kubeletRestartScript = `echo "$KUBEADMCFG_KUBELET_VERSION" >>"$dir/kubelet"
+sleeping=""
+trap 'echo stopped >>"$dir/kubelet-stopped"; [ -z "$sleeping" ] || kill "$sleeping" 2>/dev/null; exit 1' TERM
+if [ -f "$dir/kubelet-takes" ]; then
+	sleep "$(cat "$dir/kubelet-takes")" >/dev/null 2>&1 &
+	sleeping=$!
+	touch "$dir/kubelet-running"
+	wait "$sleeping"
+fi
+[ -f "$dir/kubelet-fails" ] && { echo 'no such package' >&2; exit 4; }
+exit 0
+`
+
+// kubeletNode adds the kubelet's stand-ins: a restart command
+// (kubeletRestartScript), a /healthz, and the Node the API shows.
 func (n *testNode) kubeletNode(healthz http.HandlerFunc, reports string) {
 	srv := httptest.NewServer(healthz)
 	n.t.Cleanup(srv.Close)
@@ -544,7 +565,7 @@ func (n *testNode) kubeletNode(healthz http.HandlerFunc, reports string) {
 	config := filepath.Join(n.dir, "kubelet-config.yaml")
 	n.write(config, fmt.Sprintf("healthzBindAddress: 127.0.0.1\nhealthzPort: %s\n", u.Port()))
 	restart := filepath.Join(n.dir, "restart-kubelet")
-	n.write(restart, "#!/bin/sh\necho \"$KUBEADMCFG_KUBELET_VERSION\" >>"+filepath.Join(n.dir, "kubelet")+"\n[ -f "+filepath.Join(n.dir, "kubelet-fails")+" ] && { echo 'no such package' >&2; exit 4; }\nexit 0\n")
+	n.write(restart, fmt.Sprintf("#!/bin/sh\ndir=%s\n%s", n.dir, kubeletRestartScript))
 	if err := os.Chmod(restart, 0o755); err != nil {
 		n.t.Fatal(err)
 	}
@@ -610,6 +631,76 @@ func TestKubeletStepFailures(t *testing.T) {
 			t.Fatalf("got %v, want the /healthz answer named", err)
 		}
 	})
+}
+
+// The kubelet restart command has a bound of its own, not Wait, which
+// bounds the gate after it: an install that takes longer than a
+// component may take to come up is waited for, up to RestartTimeout.
+func TestKubeletRestartHasABoundOfItsOwn(t *testing.T) {
+	n := newTestNode(t)
+	n.kubeletNode(healthy, to)
+	n.write(filepath.Join(n.dir, "kubelet-takes"), "3")
+	req := n.request(KubeletStep)
+	req.Wait = time.Second
+	if _, err := Run(context.Background(), n.node, req); err != nil {
+		t.Fatalf("an install of 3s with a Wait of 1s: %v", err)
+	}
+	n.node.Kubelet.RestartTimeout = time.Second
+	_, err := Run(context.Background(), n.node, req)
+	var failed *PhaseError
+	if !errors.As(err, &failed) || failed.Phase != KubeletPhase ||
+		err.Error() != "phase kubelet failed: the kubelet restart command did not finish within 1s" {
+		t.Fatalf("an install of 3s with a RestartTimeout of 1s: got %v", err)
+	}
+}
+
+// A kubelet restart command given up on (its bound passed, or the agent
+// told to stop) is told to stop first (SIGTERM), so that it can stop the
+// install it started outside its process group (the drop-in's systemd
+// unit) before the step is recorded failed; it is killed only after
+// RestartGrace.
+func TestAKubeletRestartGivenUpOnIsToldToStop(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeout bool
+		want    string
+	}{
+		{"its bound passes", true, "phase kubelet failed: the kubelet restart command did not finish within 2s"},
+		{"the agent is told to stop", false, "phase kubelet failed: the kubelet restart command was interrupted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newTestNode(t)
+			n.kubeletNode(healthy, to)
+			n.write(filepath.Join(n.dir, "kubelet-takes"), "60")
+			n.node.Kubelet.RestartGrace = 30 * time.Second
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.timeout {
+				n.node.Kubelet.RestartTimeout = 2 * time.Second
+			} else {
+				go func() {
+					for _, err := os.Stat(filepath.Join(n.dir, "kubelet-running")); err != nil; _, err = os.Stat(filepath.Join(n.dir, "kubelet-running")) {
+						time.Sleep(10 * time.Millisecond)
+					}
+					cancel()
+				}()
+			}
+			start := time.Now()
+			_, err := Run(ctx, n.node, n.request(KubeletStep))
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("got %v, want %s", err, tc.want)
+			}
+			if got, _ := os.ReadFile(filepath.Join(n.dir, "kubelet-stopped")); string(got) != "stopped\n" {
+				t.Errorf("the restart command wrote %q when given up on, want \"stopped\\n\": it was killed without being told to stop", got)
+			}
+			if took := time.Since(start); took >= 30*time.Second {
+				t.Errorf("the step took %s: the command, which ends when told to stop, was waited for until RestartGrace", took)
+			}
+			if len(n.phases) != 0 {
+				t.Errorf("the gate was announced after a failed restart: %v", n.phases)
+			}
+		})
+	}
 }
 
 // kubeadm names the directory each run of a phase makes in

@@ -26,7 +26,27 @@ type Kubelet struct {
 	// Config is the kubelet's configuration file: where its /healthz
 	// answers ("": kubeadm's default, 127.0.0.1:10248).
 	Config string
+	// RestartTimeout bounds the restart command, apart from Request.Wait,
+	// which bounds the gate after it: an install from a package mirror
+	// takes longer than a component's restart (0 is
+	// DefaultKubeletRestartTimeout).
+	RestartTimeout time.Duration
+	// RestartGrace is how long the restart command has to end once it is
+	// told to stop (SIGTERM: its timeout passed, or the agent was told to
+	// stop) before its process group is killed (0 is
+	// DefaultKubeletRestartGrace). A command that runs the install
+	// elsewhere (a systemd unit) stops it within this time, so that no
+	// install goes on after the step failed.
+	RestartGrace time.Duration
 }
+
+// The defaults of Kubelet's bounds: ten minutes for an install and
+// restart, and a minute for a command told to stop to stop what it
+// started (the drop-in's install script gives its unit 30s).
+const (
+	DefaultKubeletRestartTimeout = 10 * time.Minute
+	DefaultKubeletRestartGrace   = time.Minute
+)
 
 // KubeletVersionEnv names the release the kubelet restart command
 // installs, in its environment.
@@ -37,17 +57,27 @@ const KubeletVersionEnv = "KUBEADMCFG_KUBELET_VERSION"
 var DefaultKubeletRestart = []string{"systemctl", "restart", "kubelet"}
 
 // restartKubelet runs the kubelet restart command with the release in its
-// environment, bounded by Wait.
+// environment, bounded by RestartTimeout; stopped, it gets SIGTERM and
+// RestartGrace before it is killed.
 func (s *step) restartKubelet(ctx context.Context, _ string) error {
-	command := s.node.Kubelet.Restart
+	k := s.node.Kubelet
+	command := k.Restart
 	if len(command) == 0 {
 		command = DefaultKubeletRestart
 	}
 	cmd := proc.Command(command[0], command[1:]...)
 	cmd.Env = []string{KubeletVersionEnv + "=" + s.req.Version}
-	cmd.Timeout = s.req.Wait
+	cmd.Timeout = orDefault(k.RestartTimeout, DefaultKubeletRestartTimeout)
+	cmd.Grace = orDefault(k.RestartGrace, DefaultKubeletRestartGrace)
 	s.emit(false, "UpgradePhase", "node %s: restarting its kubelet on %s: %s", s.node.Name, s.req.Version, strings.Join(command, " "))
 	return s.start(ctx, cmd, "the kubelet restart command")
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
 }
 
 // kubeletGate waits, within Wait, until the kubelet answers /healthz and

@@ -117,6 +117,7 @@ type Options struct {
 	// The node's part of an upgrade the agents carry out (upgrade-apply).
 	KubeadmTemplate       string
 	KubeletRestart        string
+	KubeletRestartTimeout time.Duration
 	KubeletConfig         string
 	IgnorePreflightErrors []string
 	KeepKubeadmBackups    int
@@ -137,8 +138,9 @@ type Options struct {
 func NewOptions(cluster *cmdutil.ClusterFlags, streams genericiooptions.IOStreams) *Options {
 	return &Options{Cluster: cluster, ReconfigureFlags: cmdutil.NewReconfigureFlags(),
 		HeartbeatInterval: nodestate.DefaultHeartbeat, StopGrace: nodeagent.DefaultStopGrace,
-		KubeletRestart: strings.Join(kubeadmupgrade.DefaultKubeletRestart, " "), KubeletConfig: "/var/lib/kubelet/config.yaml",
-		KeepKubeadmBackups: kubeadmupgrade.DefaultKeepBackups, MetricsBindAddress: DefaultMetricsBindAddress, LogFormat: logFormatText,
+		KubeletRestart: strings.Join(kubeadmupgrade.DefaultKubeletRestart, " "), KubeletRestartTimeout: kubeadmupgrade.DefaultKubeletRestartTimeout,
+		KubeletConfig: "/var/lib/kubelet/config.yaml", KeepKubeadmBackups: kubeadmupgrade.DefaultKeepBackups,
+		MetricsBindAddress: DefaultMetricsBindAddress, LogFormat: logFormatText,
 		IOStreams: streams}
 }
 
@@ -173,6 +175,8 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 		"Upgrades: this node's kubeadm of each Kubernetes release, {version} standing for the release (/usr/local/kubernetes/{version}/bin/kubeadm; default: --kubeadm, of the one release it is)")
 	fs.StringVar(&o.KubeletRestart, "kubelet-restart-command", o.KubeletRestart,
 		"Upgrades: the command (split on spaces) that installs the kubelet of release $"+kubeadmupgrade.KubeletVersionEnv+" on this node and restarts it")
+	fs.DurationVar(&o.KubeletRestartTimeout, "kubelet-restart-timeout", o.KubeletRestartTimeout,
+		"Upgrades: how long --kubelet-restart-command may run (--wait bounds the wait for the kubelet after it); past it, or when the agent is stopped, the command gets SIGTERM (the drop-in's install script then stops its systemd unit) and a minute later SIGKILL, and the node's kubelet step fails")
 	fs.StringVar(&o.KubeletConfig, "kubelet-config", o.KubeletConfig, "Upgrades: the kubelet's configuration file, which says where its /healthz answers")
 	fs.StringSliceVar(&o.IgnorePreflightErrors, "ignore-preflight-errors", o.IgnorePreflightErrors, "Upgrades: kubeadm's preflight checks to ignore on this node, as kubeadm's flag of that name")
 	fs.IntVar(&o.KeepKubeadmBackups, "keep-kubeadm-backups", o.KeepKubeadmBackups, "Upgrades: how many of each kind of backup directory kubeadm leaves in /etc/kubernetes/tmp to keep, and of this node's etcd snapshots")
@@ -221,7 +225,7 @@ func (o *Options) Complete(cmd *cobra.Command, _ []string) error {
 		Wait: o.Wait, NoEtcdSnapshot: o.NoEtcdSnapshot,
 		Upgrades: kubeadmupgrade.Env{
 			Kubeadms:              kubeadmupgrade.Kubeadms{Template: o.KubeadmTemplate},
-			Kubelet:               kubeadmupgrade.Kubelet{Restart: strings.Fields(o.KubeletRestart), Config: o.KubeletConfig},
+			Kubelet:               kubeadmupgrade.Kubelet{Restart: strings.Fields(o.KubeletRestart), RestartTimeout: o.KubeletRestartTimeout, Config: o.KubeletConfig},
 			IgnorePreflightErrors: o.IgnorePreflightErrors, KeepBackups: o.KeepKubeadmBackups,
 			ConfigWriter: upgradeConfig,
 		},
@@ -252,6 +256,9 @@ func (o *Options) Validate() error {
 	}
 	if len(strings.Fields(o.KubeletRestart)) == 0 {
 		return exitcode.Usagef("--kubelet-restart-command must not be empty")
+	}
+	if o.KubeletRestartTimeout <= 0 {
+		return exitcode.Usagef("--kubelet-restart-timeout must be positive, not %s", o.KubeletRestartTimeout)
 	}
 	if o.KeepKubeadmBackups < 1 {
 		return exitcode.Usagef("--keep-kubeadm-backups must be at least 1, not %d", o.KeepKubeadmBackups)

@@ -26,6 +26,7 @@ func TestAgentValidate(t *testing.T) {
 		{"defaults", o(func(*Options) {}), ""},
 		{"heartbeat", o(func(o *Options) { o.HeartbeatInterval = 500 * time.Millisecond }), "--heartbeat-interval must be at least 1s, not 500ms"},
 		{"stop grace", o(func(o *Options) { o.StopGrace = 0 }), "--stop-grace must be positive, not 0s"},
+		{"kubelet restart timeout", o(func(o *Options) { o.KubeletRestartTimeout = 0 }), "--kubelet-restart-timeout must be positive, not 0s"},
 		{"node name", o(func(o *Options) { o.Node.Name = "CP_1" }),
 			`--node-name "CP_1": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
 		{"wait", o(func(o *Options) { o.Wait = 10 * time.Second }),
